@@ -1,0 +1,3 @@
+/** Injection tokens for values that are not classes. */
+export const CONFIG = Symbol('TickworkConfig');
+export const POOL = Symbol('Pool');

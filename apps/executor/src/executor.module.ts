@@ -1,0 +1,44 @@
+/** Wiring of the executor app. */
+import { Controller, Get, Inject, Module, ServiceUnavailableException, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
+import type { TickworkConfig } from '@tickwork/config';
+import { openDatabase } from '@tickwork/runtime';
+import type { Pool } from '@tickwork/store';
+import { ExecutorService } from './executor.service';
+
+const POOL = Symbol('Pool');
+
+@Controller('health')
+class ExecutorHealthController {
+  constructor(private readonly executor: ExecutorService) {}
+
+  @Get('live')
+  live(): { status: string } {
+    return { status: 'ok' };
+  }
+
+  @Get('ready')
+  ready(): { status: string } {
+    if (!this.executor.isReady()) throw new ServiceUnavailableException('not yet a member of the executor group');
+    return { status: 'ready' };
+  }
+}
+
+@Module({})
+export class ExecutorModule implements OnApplicationShutdown {
+  constructor(@Inject(POOL) private readonly pool: Pool) {}
+
+  static forRoot(config: TickworkConfig): DynamicModule {
+    return {
+      module: ExecutorModule,
+      controllers: [ExecutorHealthController],
+      providers: [
+        { provide: POOL, useFactory: () => openDatabase(config, { max: Math.min(50, config.executor.concurrency + 4) }) },
+        { provide: ExecutorService, useFactory: (pool: Pool) => new ExecutorService(config, pool), inject: [POOL] },
+      ],
+    };
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.pool.end();
+  }
+}

@@ -1,0 +1,47 @@
+import { ConfigError, loadConfig, parseDuration } from './index';
+
+describe('loadConfig', () => {
+  it('works with no environment at all (laptop defaults)', () => {
+    const c = loadConfig({});
+    expect(c.kafka.brokers).toEqual(['127.0.0.1:9092']);
+    expect(c.databaseUrl).toBe('postgres://postgres@127.0.0.1:5432/tickwork');
+    expect(c.topics.fires).toBe('tickwork.fires');
+    expect(c.topics.retryTiers.map((t) => t.topic)).toEqual(['tickwork.fires.retry.5s', 'tickwork.fires.retry.1m', 'tickwork.fires.retry.10m']);
+    expect(Object.isFrozen(c.scheduler)).toBe(true);
+  });
+
+  it('derives every topic and group from the prefix', () => {
+    const c = loadConfig({ TICKWORK_TOPIC_PREFIX: 't1' });
+    expect(c.topics.commands).toBe('t1.commands');
+    expect(c.scheduler.groupId).toBe('t1.scheduler');
+    expect(c.executor.groupId).toBe('t1.executor');
+  });
+
+  it('names every bad variable at once', () => {
+    let error: unknown;
+    try {
+      loadConfig({ TICKWORK_SHARDS: 'many', DATABASE_URL: 'mysql://x', KAFKA_BROKERS: 'nohostport', TICKWORK_RETRY_TIERS: '5s,soon' });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const message = (error as Error).message;
+    expect(message).toContain('TICKWORK_SHARDS="many"');
+    expect(message).toContain('DATABASE_URL');
+    expect(message).toContain('KAFKA_BROKERS');
+    expect(message).toContain('TICKWORK_RETRY_TIERS has "soon"');
+  });
+
+  it('requires SASL credentials when a mechanism is set', () => {
+    expect(() => loadConfig({ KAFKA_SASL_MECHANISM: 'plain' })).toThrow(/KAFKA_SASL_USERNAME is required/);
+  });
+
+  it('parses durations', () => {
+    expect(parseDuration('250ms')).toBe(250);
+    expect(parseDuration('5s')).toBe(5_000);
+    expect(parseDuration('10m')).toBe(600_000);
+    expect(parseDuration('1h')).toBe(3_600_000);
+    expect(parseDuration('42')).toBe(42);
+    expect(parseDuration('soon')).toBeUndefined();
+  });
+});

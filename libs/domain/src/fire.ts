@@ -1,0 +1,37 @@
+/** Fires: one claimed occurrence of a job, as handed from the scheduler to the executors. */
+import type { FenceToken } from './fence';
+import type { JsonValue } from './job';
+import type { Target } from './target';
+
+/** The fire event published to the fires topic. */
+export interface FireEvent {
+  readonly jobId: string;
+  readonly tenantId: string;
+  readonly fenceToken: FenceToken;
+  readonly fireId: string;
+  /** When the fire should run: the nominal time plus the job's deterministic jitter. */
+  readonly scheduledFor: Date;
+  /** The schedule's occurrence time before jitter. */
+  readonly nominalTime: Date;
+  readonly attempt: number;
+  readonly target: Target;
+  readonly payload: JsonValue;
+}
+
+export type FireOutcome = 'SUCCEEDED' | 'FAILED' | 'RETRYING' | 'DEAD_LETTERED' | 'SKIPPED';
+
+/** The result event published to the fire-results topic after each attempt and final outcome. */
+export interface FireResult {
+  readonly jobId: string;
+  readonly tenantId: string;
+  readonly fenceToken: FenceToken;
+  readonly fireId: string;
+  readonly scheduledFor: Date;
+  readonly startedAt: Date;
+  readonly finishedAt: Date;
+  readonly attempt: number;
+  readonly outcome: FireOutcome;
+  readonly httpStatus: number | null;
+  readonly error: string | null;
+  readonly durationMs: number;
+}

@@ -1,0 +1,11 @@
+/** Tickwork's domain: jobs, schedules, fences, fires, runs and validation. Pure TypeScript, no I/O. */
+export * from './job';
+export * from './target';
+export * from './policies';
+export * from './fence';
+export * from './fire';
+export * from './run';
+export * from './shard';
+export * from './validation';
+export * from './job-wire';
+export * from './schedule/schedule';

@@ -1,0 +1,283 @@
+/**
+ * The wire form of a job: the snake_case JSON that REST, gRPC JSON, Kafka commands and the
+ * store's jsonb columns share. Parsing validates every field and names the bad ones.
+ */
+import { DEFAULT_RETRY_POLICY, MISFIRE_POLICIES, OVERLAP_POLICIES, type JobPolicies, type RetryPolicy } from './policies';
+import { HTTP_METHODS, TARGET_TYPES, type Target } from './target';
+import { FieldReader, type FieldViolation, type Validated } from './validation';
+import { JOB_ID_PATTERN, TENANT_ID_PATTERN, type Job, type JobDefinition, type JsonValue } from './job';
+import type { Schedule } from './schedule/schedule';
+import { parseSchedule } from './schedule';
+
+export interface JobDefinitionLimits {
+  /** Shortest allowed interval between occurrences. */
+  readonly minIntervalMs: number;
+  /** Largest payload accepted, as UTF-8 JSON bytes. */
+  readonly maxPayloadBytes: number;
+  /** Largest jitter window accepted. */
+  readonly maxJitterMs: number;
+}
+
+export const DEFAULT_JOB_LIMITS: JobDefinitionLimits = {
+  minIntervalMs: 1_000,
+  maxPayloadBytes: 256 * 1024,
+  maxJitterMs: 3_600_000,
+};
+
+const JOB_FIELDS = ['job_id', 'tenant_id', 'schedule', 'target', 'payload', 'policies', 'labels'];
+
+/** Validates a raw job definition; `newJobId` supplies an id when the client gave none. */
+export function parseJobDefinition(
+  raw: unknown,
+  ctx: { now: Date; limits: JobDefinitionLimits; newJobId: () => string; tenantId?: string },
+): Validated<JobDefinition> {
+  const r = new FieldReader();
+  const body = r.object(raw, 'body', true);
+  if (!body) return { ok: false, violations: r.violations };
+  r.noUnknownKeys(body, JOB_FIELDS);
+
+  const jobId =
+    body.job_id === undefined
+      ? ctx.newJobId()
+      : r.string(body.job_id, 'job_id', { required: true, pattern: JOB_ID_PATTERN, hint: 'must be 1-128 characters of letters, digits, . _ : -' });
+  const tenantId =
+    ctx.tenantId ??
+    r.string(body.tenant_id ?? 'default', 'tenant_id', { required: true, pattern: TENANT_ID_PATTERN, hint: 'must be 1-64 characters of letters, digits, . _ -' });
+
+  let schedule: Schedule | undefined;
+  if (body.schedule === undefined || body.schedule === null) r.fail('schedule', 'is required');
+  else {
+    const parsed = parseSchedule(body.schedule, { minIntervalMs: ctx.limits.minIntervalMs, now: ctx.now });
+    if (parsed.ok) schedule = parsed.schedule;
+    else r.adopt(parsed.violations);
+  }
+
+  const target = parseTarget(body.target, r);
+  const payload = parsePayload(body.payload, r, ctx.limits.maxPayloadBytes);
+  const policies = parsePolicies(body.policies, r.child('policies'), ctx.limits, r);
+  const labels = r.stringMap(body.labels, 'labels');
+
+  if (r.violations.length > 0 || !jobId || !tenantId || !schedule || !target || payload === undefined || !policies || !labels) {
+    return { ok: false, violations: r.violations };
+  }
+  return { ok: true, value: { jobId, tenantId, schedule, target, payload, policies, labels } };
+}
+
+function parseTarget(raw: unknown, r: FieldReader): Target | undefined {
+  const t = r.object(raw, 'target', true);
+  if (!t) return undefined;
+  const type = r.oneOf(t.type, 'target.type', TARGET_TYPES);
+  const headers = r.stringMap(t.headers, 'target.headers');
+  if (type === 'webhook') {
+    r.noUnknownKeys(t, ['type', 'url', 'method', 'headers', 'timeout_ms', 'success_status'], 'target');
+    const url = r.string(t.url, 'target.url', { required: true });
+    if (url !== undefined && !isHttpUrl(url)) r.fail('target.url', 'must be an absolute http:// or https:// URL');
+    const method = r.oneOf(t.method, 'target.method', HTTP_METHODS, 'POST');
+    const timeoutMs = r.integer(t.timeout_ms ?? 10_000, 'target.timeout_ms', { min: 100, max: 15 * 60_000 });
+    const range = parseStatusRange(t.success_status, r);
+    if (!url || !isHttpUrl(url) || !method || !headers || timeoutMs === undefined || !range) return undefined;
+    return { type, url, method, headers, timeoutMs, successStatus: range };
+  }
+  if (type === 'kafka') {
+    r.noUnknownKeys(t, ['type', 'topic', 'key', 'headers'], 'target');
+    const topic = r.string(t.topic, 'target.topic', { required: true, pattern: /^[A-Za-z0-9._-]{1,249}$/, hint: 'must be a valid Kafka topic name' });
+    const key = t.key === undefined || t.key === null ? null : r.string(t.key, 'target.key');
+    if (!topic || key === undefined || !headers) return undefined;
+    return { type, topic, key, headers };
+  }
+  return undefined;
+}
+
+function parseStatusRange(raw: unknown, r: FieldReader): { min: number; max: number } | undefined {
+  if (raw === undefined || raw === null) return { min: 200, max: 299 };
+  const o = r.object(raw, 'target.success_status', false);
+  if (!o) return undefined;
+  const min = r.integer(o.min, 'target.success_status.min', { required: true, min: 100, max: 599 });
+  const max = r.integer(o.max, 'target.success_status.max', { required: true, min: 100, max: 599 });
+  if (min === undefined || max === undefined) return undefined;
+  if (max < min) {
+    r.fail('target.success_status.max', 'must be >= target.success_status.min');
+    return undefined;
+  }
+  return { min, max };
+}
+
+function isHttpUrl(raw: string): boolean {
+  try {
+    const u = new URL(raw);
+    return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname.length > 0;
+  } catch {
+    return false;
+  }
+}
+
+function parsePayload(raw: unknown, r: FieldReader, maxBytes: number): JsonValue | undefined {
+  if (raw === undefined) return null;
+  const bytes = Buffer.byteLength(JSON.stringify(raw), 'utf8');
+  if (bytes > maxBytes) {
+    r.fail('payload', `is ${bytes} bytes; the limit is ${maxBytes}`);
+    return undefined;
+  }
+  return raw as JsonValue;
+}
+
+function parsePolicies(raw: unknown, r: FieldReader, limits: JobDefinitionLimits, root: FieldReader): JobPolicies | undefined {
+  const p = root.object(raw, 'policies', false) ?? {};
+  root.noUnknownKeys(p, ['retry', 'misfire', 'catch_up_window_ms', 'overlap', 'jitter_ms'], 'policies');
+  const retry = parseRetry(p.retry, r.child('retry'));
+  const misfire = r.oneOf(p.misfire, 'misfire', MISFIRE_POLICIES, 'FIRE_ONCE');
+  const overlap = r.oneOf(p.overlap, 'overlap', OVERLAP_POLICIES, 'ALLOW');
+  const jitterMs = r.integer(p.jitter_ms ?? 0, 'jitter_ms', { min: 0, max: limits.maxJitterMs });
+  const window = p.catch_up_window_ms === undefined || p.catch_up_window_ms === null ? null : r.integer(p.catch_up_window_ms, 'catch_up_window_ms', { min: 0 });
+  root.adopt(r);
+  if (!retry || !misfire || !overlap || jitterMs === undefined || window === undefined) return undefined;
+  return { retry, misfire, overlap, jitterMs, catchUpWindowMs: window };
+}
+
+function parseRetry(raw: unknown, r: FieldReader): RetryPolicy | undefined {
+  if (raw === undefined || raw === null) return DEFAULT_RETRY_POLICY;
+  if (typeof raw !== 'object' || Array.isArray(raw)) {
+    r.fail('', 'must be an object');
+    return undefined;
+  }
+  const o = raw as Record<string, unknown>;
+  const d = DEFAULT_RETRY_POLICY;
+  const maxAttempts = r.integer(o.max_attempts ?? d.maxAttempts, 'max_attempts', { min: 1, max: 100 });
+  const initialBackoffMs = r.integer(o.initial_backoff_ms ?? d.initialBackoffMs, 'initial_backoff_ms', { min: 0 });
+  const multiplier = r.number(o.multiplier ?? d.multiplier, 'multiplier', { min: 1, max: 100 });
+  const maxBackoffMs = r.integer(o.max_backoff_ms ?? d.maxBackoffMs, 'max_backoff_ms', { min: 0 });
+  const maxEventAgeMs = r.integer(o.max_event_age_ms ?? d.maxEventAgeMs, 'max_event_age_ms', { min: 1_000 });
+  if (maxAttempts === undefined || initialBackoffMs === undefined || multiplier === undefined || maxBackoffMs === undefined || maxEventAgeMs === undefined) return undefined;
+  return { maxAttempts, initialBackoffMs, multiplier, maxBackoffMs, maxEventAgeMs };
+}
+
+/** Schedule → wire JSON (the inverse of parseSchedule). */
+export function scheduleToWire(s: Schedule): Record<string, JsonValue> {
+  switch (s.kind) {
+    case 'once':
+      return { kind: 'once', at: s.at.toISOString() };
+    case 'interval':
+      return withBounds(s, { kind: 'interval', every_ms: s.everyMs, anchor: s.anchor.toISOString() });
+    case 'cron':
+      return withBounds(s, { kind: 'cron', expression: s.expression, time_zone: s.timeZone, dst_gap: s.dstGap, dst_repeat: s.dstRepeat });
+  }
+}
+
+function withBounds(s: { startAt?: Date; endAt?: Date; maxFires?: number }, o: Record<string, JsonValue>): Record<string, JsonValue> {
+  if (s.startAt) o.start_at = s.startAt.toISOString();
+  if (s.endAt) o.end_at = s.endAt.toISOString();
+  if (s.maxFires !== undefined) o.max_fires = s.maxFires;
+  return o;
+}
+
+/** Wire JSON → Schedule, for data this service wrote itself (already validated). */
+export function scheduleFromWire(w: Record<string, unknown>): Schedule {
+  const bounds = {
+    ...(w.start_at ? { startAt: new Date(w.start_at as string) } : {}),
+    ...(w.end_at ? { endAt: new Date(w.end_at as string) } : {}),
+    ...(w.max_fires !== undefined && w.max_fires !== null ? { maxFires: w.max_fires as number } : {}),
+  };
+  switch (w.kind) {
+    case 'once':
+      return { kind: 'once', at: new Date(w.at as string) };
+    case 'interval':
+      return { kind: 'interval', everyMs: w.every_ms as number, anchor: new Date(w.anchor as string), ...bounds };
+    case 'cron':
+      return {
+        kind: 'cron',
+        expression: w.expression as string,
+        timeZone: w.time_zone as string,
+        dstGap: w.dst_gap as 'AUTO',
+        dstRepeat: w.dst_repeat as 'AUTO',
+        ...bounds,
+      };
+    default:
+      throw new Error(`stored schedule has unknown kind ${String(w.kind)}`);
+  }
+}
+
+/** Target → wire JSON. */
+export function targetToWire(t: Target): Record<string, JsonValue> {
+  switch (t.type) {
+    case 'webhook':
+      return { type: 'webhook', url: t.url, method: t.method, headers: { ...t.headers }, timeout_ms: t.timeoutMs, success_status: { ...t.successStatus } };
+    case 'kafka':
+      return { type: 'kafka', topic: t.topic, key: t.key, headers: { ...t.headers } };
+  }
+}
+
+/** Wire JSON → Target, for data this service wrote itself. */
+export function targetFromWire(w: Record<string, unknown>): Target {
+  if (w.type === 'webhook') {
+    return {
+      type: 'webhook',
+      url: w.url as string,
+      method: w.method as 'POST',
+      headers: (w.headers ?? {}) as Record<string, string>,
+      timeoutMs: w.timeout_ms as number,
+      successStatus: (w.success_status ?? { min: 200, max: 299 }) as { min: number; max: number },
+    };
+  }
+  if (w.type === 'kafka') {
+    return { type: 'kafka', topic: w.topic as string, key: (w.key ?? null) as string | null, headers: (w.headers ?? {}) as Record<string, string> };
+  }
+  throw new Error(`stored target has unknown type ${String(w.type)}`);
+}
+
+/** Policies → wire JSON. */
+export function policiesToWire(p: JobPolicies): Record<string, JsonValue> {
+  return {
+    retry: {
+      max_attempts: p.retry.maxAttempts,
+      initial_backoff_ms: p.retry.initialBackoffMs,
+      multiplier: p.retry.multiplier,
+      max_backoff_ms: p.retry.maxBackoffMs,
+      max_event_age_ms: p.retry.maxEventAgeMs,
+    },
+    misfire: p.misfire,
+    catch_up_window_ms: p.catchUpWindowMs,
+    overlap: p.overlap,
+    jitter_ms: p.jitterMs,
+  };
+}
+
+/** Wire JSON → policies, for data this service wrote itself. */
+export function policiesFromWire(w: Record<string, unknown>): JobPolicies {
+  const r = (w.retry ?? {}) as Record<string, number>;
+  return {
+    retry: {
+      maxAttempts: r.max_attempts ?? DEFAULT_RETRY_POLICY.maxAttempts,
+      initialBackoffMs: r.initial_backoff_ms ?? DEFAULT_RETRY_POLICY.initialBackoffMs,
+      multiplier: r.multiplier ?? DEFAULT_RETRY_POLICY.multiplier,
+      maxBackoffMs: r.max_backoff_ms ?? DEFAULT_RETRY_POLICY.maxBackoffMs,
+      maxEventAgeMs: r.max_event_age_ms ?? DEFAULT_RETRY_POLICY.maxEventAgeMs,
+    },
+    misfire: (w.misfire ?? 'FIRE_ONCE') as JobPolicies['misfire'],
+    catchUpWindowMs: (w.catch_up_window_ms ?? null) as number | null,
+    overlap: (w.overlap ?? 'ALLOW') as JobPolicies['overlap'],
+    jitterMs: (w.jitter_ms ?? 0) as number,
+  };
+}
+
+/** A stored job as the API shows it. */
+export function jobToWire(job: Job): Record<string, JsonValue> {
+  return {
+    job_id: job.jobId,
+    tenant_id: job.tenantId,
+    shard: job.shard,
+    status: job.status,
+    schedule: scheduleToWire(job.schedule),
+    target: targetToWire(job.target),
+    payload: job.payload,
+    policies: policiesToWire(job.policies),
+    labels: { ...job.labels },
+    next_run_at: job.nextRunAt ? job.nextRunAt.toISOString() : null,
+    fence_token: job.fenceToken,
+    fires_count: job.firesCount,
+    version: job.version,
+    created_at: job.createdAt.toISOString(),
+    updated_at: job.updatedAt.toISOString(),
+  };
+}
+
+export type { FieldViolation };

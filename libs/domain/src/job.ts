@@ -1,0 +1,38 @@
+/** Jobs: what to fire (target + payload), when (schedule), and how (policies). */
+import type { FenceToken } from './fence';
+import type { JobPolicies } from './policies';
+import type { Schedule } from './schedule/schedule';
+import type { Target } from './target';
+
+/** JSON value carried as a job's payload. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+/** SCHEDULED jobs are scanned when due; PAUSED ones are not; COMPLETED ones have no occurrence left. */
+export type JobStatus = 'SCHEDULED' | 'PAUSED' | 'COMPLETED';
+export const JOB_STATUSES: readonly JobStatus[] = ['SCHEDULED', 'PAUSED', 'COMPLETED'];
+
+/** What a client defines. */
+export interface JobDefinition {
+  readonly jobId: string;
+  readonly tenantId: string;
+  readonly schedule: Schedule;
+  readonly target: Target;
+  readonly payload: JsonValue;
+  readonly policies: JobPolicies;
+  readonly labels: Readonly<Record<string, string>>;
+}
+
+/** A job as stored: its definition plus the scheduler's state. */
+export interface Job extends JobDefinition {
+  readonly shard: number;
+  readonly status: JobStatus;
+  readonly nextRunAt: Date | null;
+  readonly fenceToken: FenceToken;
+  readonly firesCount: number;
+  readonly version: number;
+  readonly createdAt: Date;
+  readonly updatedAt: Date;
+}
+
+export const JOB_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+export const TENANT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;

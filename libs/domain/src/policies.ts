@@ -1,0 +1,42 @@
+/** Per-job policies: what to do about retries, missed fires, overlapping runs and herds. */
+
+export type MisfirePolicy = 'FIRE_ONCE' | 'FIRE_ALL' | 'SKIP';
+export const MISFIRE_POLICIES: readonly MisfirePolicy[] = ['FIRE_ONCE', 'FIRE_ALL', 'SKIP'];
+
+export type OverlapPolicy = 'ALLOW' | 'FORBID';
+export const OVERLAP_POLICIES: readonly OverlapPolicy[] = ['ALLOW', 'FORBID'];
+
+/** Exponential backoff with full jitter; gives up after maxAttempts or when the fire is older than maxEventAgeMs. */
+export interface RetryPolicy {
+  readonly maxAttempts: number;
+  readonly initialBackoffMs: number;
+  readonly multiplier: number;
+  readonly maxBackoffMs: number;
+  readonly maxEventAgeMs: number;
+}
+
+export interface JobPolicies {
+  readonly retry: RetryPolicy;
+  readonly misfire: MisfirePolicy;
+  /** Missed occurrences older than this are skipped whatever the misfire policy; null = no window. */
+  readonly catchUpWindowMs: number | null;
+  readonly overlap: OverlapPolicy;
+  /** Each fire is spread deterministically within [nominal, nominal + jitterMs). */
+  readonly jitterMs: number;
+}
+
+export const DEFAULT_RETRY_POLICY: RetryPolicy = {
+  maxAttempts: 5,
+  initialBackoffMs: 1_000,
+  multiplier: 2,
+  maxBackoffMs: 10 * 60_000,
+  maxEventAgeMs: 24 * 3_600_000,
+};
+
+export const DEFAULT_POLICIES: JobPolicies = {
+  retry: DEFAULT_RETRY_POLICY,
+  misfire: 'FIRE_ONCE',
+  catchUpWindowMs: null,
+  overlap: 'ALLOW',
+  jitterMs: 0,
+};

@@ -1,0 +1,105 @@
+/**
+ * Cron occurrences as real instants: wall-clock matches of a `ParsedCron` mapped through an IANA zone,
+ * with exact per-job DST policies.
+ *
+ * The occurrences form a SET of instants (a later wall time that lands on an instant already produced adds
+ * nothing), and "next" is always the smallest instant strictly after the given one. Per matching wall time W:
+ * - W exists once: it fires at its instant.
+ * - W falls in a spring-forward gap of length G (it never shows on the clock):
+ *   SHIFT fires at W read with the offset before the gap, i.e. the wall clock shows W + G (02:30 in a one-hour
+ *   New York gap fires at 03:30 EDT, like Quartz and systemd); SKIP does not fire.
+ * - W occurs twice (fall-back overlap): FIRST fires at the earlier instant, LAST at the later one, BOTH at each.
+ * - AUTO: when the hour field is `*` or `*\/n` (`hourFollowsRealTime`), follow real time: gap → SKIP,
+ *   repeat → BOTH (`*\/15 * * * *` stays every 15 real minutes). Otherwise (specific hours) fire each occurrence
+ *   once: gap → SHIFT, repeat → FIRST.
+ */
+
+import type { DstGapPolicy, DstRepeatPolicy } from './schedule';
+import type { ParsedCron } from './cron-expression';
+import { DAY_MS } from './calendar';
+import type { ZoneRules } from './time-zone';
+
+/** A gap policy after AUTO has been resolved for a particular expression. */
+export type EffectiveGapPolicy = Exclude<DstGapPolicy, 'AUTO'>;
+/** A repeat policy after AUTO has been resolved for a particular expression. */
+export type EffectiveRepeatPolicy = Exclude<DstRepeatPolicy, 'AUTO'>;
+
+/** Resolves AUTO gap handling: skip for hour-wildcard/step expressions, shift for specific hours. */
+export function effectiveGapPolicy(cron: ParsedCron, policy: DstGapPolicy): EffectiveGapPolicy {
+  if (policy !== 'AUTO') return policy;
+  return cron.hourFollowsRealTime ? 'SKIP' : 'SHIFT';
+}
+
+/** Resolves AUTO repeat handling: both copies for hour-wildcard/step expressions, the first for specific hours. */
+export function effectiveRepeatPolicy(cron: ParsedCron, policy: DstRepeatPolicy): EffectiveRepeatPolicy {
+  if (policy !== 'AUTO') return policy;
+  return cron.hourFollowsRealTime ? 'BOTH' : 'FIRST';
+}
+
+const MAX_SEGMENTS = 4_000;
+
+/**
+ * The first occurrence strictly after `after` (epoch ms) of `cron` in `zone` under the given policies,
+ * or null when there is none (within the 400-year search horizon).
+ *
+ * Works segment by segment (constant UTC offset): inside one, wall time and instant move together, so one
+ * field-jumping wall search answers it; spring-forward SHIFT candidates come from the gap just before it.
+ */
+export function nextCronInstantAfter(
+  cron: ParsedCron,
+  zone: ZoneRules,
+  gap: EffectiveGapPolicy,
+  repeat: EffectiveRepeatPolicy,
+  after: number,
+): number | null {
+  let t = after;
+  for (let guard = 0; guard < MAX_SEGMENTS; guard++) {
+    const segment = zone.segmentAt(t + 1);
+    const { offset, previous, next } = segment;
+
+    // Instants of this segment whose wall time the repeat policy leaves to the neighbouring copy.
+    let realStart = segment.start;
+    let realEnd = segment.end;
+    if (repeat === 'FIRST' && previous !== null && previous.after < previous.before) {
+      realStart = Math.max(realStart, previous.at + (previous.before - previous.after));
+    }
+    if (repeat === 'LAST' && next !== null && next.after < next.before) {
+      realEnd = Math.min(realEnd, next.at - (next.before - next.after));
+    }
+
+    let best = Number.POSITIVE_INFINITY;
+    let wall: number | null | undefined;
+    const lower = Math.max(t, realStart - 1);
+    if (lower < realEnd - 1) {
+      wall = cron.nextWallTimeAfter(lower + offset);
+      if (wall !== null && wall - offset < realEnd) best = wall - offset;
+    }
+
+    if (gap === 'SHIFT' && previous !== null && previous.after > previous.before) {
+      // Wall times inside the gap [at + before, at + after) fire at wall − before ∈ [at, at + gap).
+      const shiftedEnd = Math.min(previous.at + (previous.after - previous.before), segment.end);
+      const shiftedLower = Math.max(t, previous.at - 1, segment.start - 1);
+      if (shiftedLower < shiftedEnd - 1) {
+        const gapWall = cron.nextWallTimeAfter(shiftedLower + previous.before);
+        if (gapWall !== null) {
+          const shifted = gapWall - previous.before;
+          if (shifted < shiftedEnd && shifted < best) best = shifted;
+        }
+      }
+    }
+
+    if (best !== Number.POSITIVE_INFINITY) return best;
+
+    // A fall-back right after this segment repeats wall times we already passed: it must be visited.
+    const repeatsSoon = next !== null && next.after < next.before && next.at < segment.end + DAY_MS;
+    if (wall === null && !repeatsSoon) return null;
+    if (segment.end === Number.POSITIVE_INFINITY) return null;
+    let nextT = segment.end - 1;
+    // No wall match before `wall`: jump close to it instead of walking every segment (e.g. `0 0 29 2 *`).
+    if (wall !== undefined && wall !== null && !repeatsSoon && wall - offset - 2 * DAY_MS > segment.end) {
+      nextT = wall - offset - 2 * DAY_MS;
+    }
+    t = nextT;
+  }
+  return null;
+}

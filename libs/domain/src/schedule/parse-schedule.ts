@@ -1,0 +1,233 @@
+/**
+ * Validation of a schedule's wire form (snake_case JSON from REST, gRPC JSON or Kafka commands) into a
+ * `Schedule`. One pass reports every bad field, each named by its path (`schedule.time_zone`).
+ */
+
+import type { FieldViolation } from '../validation';
+import { DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS, daysFromCivil, daysInMonth } from './calendar';
+import { parseCron, type ParsedCron } from './cron-expression';
+import { firstFireAtOrAfter } from './occurrences';
+import type { CronSchedule, DstGapPolicy, DstRepeatPolicy, IntervalSchedule, Schedule, ScheduleBounds } from './schedule';
+import { isKnownTimeZone } from './time-zone';
+
+/** Limits and context for `parseSchedule`. */
+export interface ScheduleParseOptions {
+  /** Shortest allowed gap between occurrences (interval `every_ms`, densest cron spacing). */
+  readonly minIntervalMs: number;
+  /** The present: default interval anchor, and reference for "would never fire". */
+  readonly now: Date;
+}
+
+/** Outcome of `parseSchedule`. */
+export type ScheduleParseResult =
+  | { readonly ok: true; readonly schedule: Schedule }
+  | { readonly ok: false; readonly violations: FieldViolation[] };
+
+/** The wire form `parseSchedule` accepts (every field is checked, so this type is documentation). */
+export type RawSchedule =
+  | { kind: 'once'; at: string }
+  | { kind: 'interval'; every_ms: number; anchor?: string; start_at?: string; end_at?: string; max_fires?: number }
+  | {
+      kind: 'cron';
+      expression: string;
+      time_zone?: string;
+      dst_gap?: DstGapPolicy;
+      dst_repeat?: DstRepeatPolicy;
+      start_at?: string;
+      end_at?: string;
+      max_fires?: number;
+    };
+
+export const SCHEDULE_KINDS = ['once', 'interval', 'cron'] as const;
+export const DST_GAP_POLICIES: readonly DstGapPolicy[] = ['AUTO', 'SHIFT', 'SKIP'];
+export const DST_REPEAT_POLICIES: readonly DstRepeatPolicy[] = ['AUTO', 'FIRST', 'LAST', 'BOTH'];
+
+/** Longest accepted interval: keeps anchor + k·every_ms far inside the Date range. */
+export const MAX_INTERVAL_MS = 100 * 366 * DAY_MS;
+
+const KNOWN_FIELDS: Readonly<Record<(typeof SCHEDULE_KINDS)[number], readonly string[]>> = {
+  once: ['kind', 'at'],
+  interval: ['kind', 'every_ms', 'anchor', 'start_at', 'end_at', 'max_fires'],
+  cron: ['kind', 'expression', 'time_zone', 'dst_gap', 'dst_repeat', 'start_at', 'end_at', 'max_fires'],
+};
+
+const ISO_HINT = 'must be an ISO-8601 timestamp with an explicit offset or Z, e.g. 2026-03-08T09:30:00Z';
+
+/**
+ * Validates a raw schedule. Cron: a seconds field is allowed as long as the densest spacing of the
+ * expression (e.g. 1 s for `* * * * * *`) is not below `minIntervalMs`; the same rule applies to 5-field
+ * expressions (60 s for `* * * * *`). Interval: `anchor` defaults to `start_at`, else `now`.
+ */
+export function parseSchedule(raw: unknown, options: ScheduleParseOptions, path = 'schedule'): ScheduleParseResult {
+  const violations: FieldViolation[] = [];
+  const fail = (field: string, message: string): void => {
+    violations.push({ field: field === '' ? path : `${path}.${field}`, message });
+  };
+  if (raw === undefined || raw === null) {
+    fail('', 'is required');
+    return { ok: false, violations };
+  }
+  if (typeof raw !== 'object' || Array.isArray(raw)) {
+    fail('', 'must be an object');
+    return { ok: false, violations };
+  }
+  const body = raw as Record<string, unknown>;
+  const kind = body.kind;
+  if (kind === undefined || kind === null) {
+    fail('kind', `is required (one of ${SCHEDULE_KINDS.join(', ')})`);
+    return { ok: false, violations };
+  }
+  if (typeof kind !== 'string' || !(SCHEDULE_KINDS as readonly string[]).includes(kind)) {
+    fail('kind', `must be one of ${SCHEDULE_KINDS.join(', ')}; got ${JSON.stringify(kind)}`);
+    return { ok: false, violations };
+  }
+  const known = KNOWN_FIELDS[kind as (typeof SCHEDULE_KINDS)[number]];
+  for (const key of Object.keys(body)) {
+    if (!known.includes(key)) fail(key, `is not a known field of a ${kind} schedule (known: ${known.join(', ')})`);
+  }
+
+  const instant = (field: string, required: boolean): Date | undefined => {
+    const value = body[field];
+    if (value === undefined || value === null) {
+      if (required) fail(field, `is required; ${ISO_HINT.replace('must be ', 'an ')}`);
+      return undefined;
+    }
+    const parsed = typeof value === 'string' ? parseIsoInstant(value) : undefined;
+    if (parsed === undefined) fail(field, `${ISO_HINT}; got ${JSON.stringify(value)}`);
+    return parsed;
+  };
+
+  if (kind === 'once') {
+    const at = instant('at', true);
+    if (violations.length > 0 || at === undefined) return { ok: false, violations };
+    return { ok: true, schedule: { kind: 'once', at } };
+  }
+
+  const startAt = instant('start_at', false);
+  const endAt = instant('end_at', false);
+  if (startAt !== undefined && endAt !== undefined && endAt.getTime() <= startAt.getTime()) {
+    fail('end_at', `must be after ${path}.start_at`);
+  }
+  let maxFires: number | undefined;
+  const rawMaxFires = body.max_fires;
+  if (rawMaxFires !== undefined && rawMaxFires !== null) {
+    if (typeof rawMaxFires !== 'number' || !Number.isSafeInteger(rawMaxFires) || rawMaxFires < 1) {
+      fail('max_fires', `must be a positive integer; got ${JSON.stringify(rawMaxFires)}`);
+    } else maxFires = rawMaxFires;
+  }
+  const bounds: ScheduleBounds = {
+    ...(startAt !== undefined ? { startAt } : {}),
+    ...(endAt !== undefined ? { endAt } : {}),
+    ...(maxFires !== undefined ? { maxFires } : {}),
+  };
+
+  let schedule: IntervalSchedule | CronSchedule | undefined;
+  let cron: ParsedCron | undefined;
+  if (kind === 'interval') {
+    const everyMs = body.every_ms;
+    let every: number | undefined;
+    if (everyMs === undefined || everyMs === null) fail('every_ms', 'is required (milliseconds between occurrences)');
+    else if (typeof everyMs !== 'number' || !Number.isSafeInteger(everyMs) || everyMs < 1) {
+      fail('every_ms', `must be a positive integer number of milliseconds; got ${JSON.stringify(everyMs)}`);
+    } else if (everyMs < options.minIntervalMs) {
+      fail('every_ms', `must be at least ${options.minIntervalMs} ms (the configured minimum interval); got ${everyMs}`);
+    } else if (everyMs > MAX_INTERVAL_MS) {
+      fail('every_ms', `must be at most ${MAX_INTERVAL_MS} ms (100 years); got ${everyMs}`);
+    } else every = everyMs;
+    const anchor = instant('anchor', false) ?? startAt ?? options.now;
+    if (violations.length === 0 && every !== undefined) {
+      schedule = { kind: 'interval', everyMs: every, anchor, ...bounds };
+    }
+  } else {
+    const expression = body.expression;
+    if (expression === undefined || expression === null) fail('expression', "is required, e.g. '0 9 * * MON-FRI'");
+    else if (typeof expression !== 'string') fail('expression', 'must be a string');
+    else {
+      const parsed = parseCron(expression);
+      if (!parsed.ok) fail('expression', `${parsed.message} (in '${expression}')`);
+      else {
+        cron = parsed.cron;
+        const spacing = cron.minimumSpacingMs();
+        if (spacing < options.minIntervalMs) {
+          fail(
+            'expression',
+            `fires as often as every ${formatDuration(spacing)}, more often than the minimum interval of ${formatDuration(options.minIntervalMs)}`,
+          );
+        }
+      }
+    }
+    const timeZone = body.time_zone ?? 'UTC';
+    if (typeof timeZone !== 'string') fail('time_zone', 'must be a string naming an IANA time zone, e.g. Europe/London');
+    else if (!isKnownTimeZone(timeZone)) {
+      fail('time_zone', `unknown IANA time zone '${timeZone}' (use a name like 'America/New_York' or 'UTC')`);
+    }
+    const dstGap = oneOf(body.dst_gap, DST_GAP_POLICIES, 'AUTO', 'dst_gap', fail);
+    const dstRepeat = oneOf(body.dst_repeat, DST_REPEAT_POLICIES, 'AUTO', 'dst_repeat', fail);
+    if (violations.length === 0 && typeof expression === 'string' && typeof timeZone === 'string' && dstGap && dstRepeat) {
+      schedule = { kind: 'cron', expression, timeZone, dstGap, dstRepeat, ...bounds };
+    }
+  }
+  if (schedule === undefined) return { ok: false, violations };
+
+  // A schedule that can never fire is almost certainly a mistake (Feb 30, or a window already over).
+  if (firstFireAtOrAfter(schedule, options.now) === null) {
+    const unbounded: Schedule = { ...schedule, endAt: undefined, maxFires: undefined } as Schedule;
+    if (schedule.kind === 'cron' && firstFireAtOrAfter(unbounded, options.now) === null) {
+      fail('expression', `never matches a calendar date (like February 30), so it would never fire`);
+    } else {
+      fail('end_at', `is before the first occurrence at or after ${(startAt ?? options.now).toISOString()}, so it would never fire`);
+    }
+    return { ok: false, violations };
+  }
+  return { ok: true, schedule };
+}
+
+function oneOf<T extends string>(
+  raw: unknown,
+  allowed: readonly T[],
+  fallback: T,
+  field: string,
+  fail: (field: string, message: string) => void,
+): T | undefined {
+  if (raw === undefined || raw === null) return fallback;
+  if (typeof raw === 'string' && (allowed as readonly string[]).includes(raw)) return raw as T;
+  fail(field, `must be one of ${allowed.join(', ')}; got ${JSON.stringify(raw)}`);
+  return undefined;
+}
+
+function formatDuration(ms: number): string {
+  if (ms % HOUR_MS === 0) return `${ms / HOUR_MS} h`;
+  if (ms % MINUTE_MS === 0) return `${ms / MINUTE_MS} min`;
+  if (ms % SECOND_MS === 0) return `${ms / SECOND_MS} s`;
+  return `${ms} ms`;
+}
+
+const ISO_INSTANT = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(?:(Z)|([+-])(\d{2}):?(\d{2}))$/i;
+
+/**
+ * Parses an RFC 3339 / ISO-8601 instant that carries an explicit offset or Z; undefined otherwise.
+ * Stricter than `Date.parse`: rejects impossible dates (2026-02-30), hour 24 and local times without offset.
+ */
+export function parseIsoInstant(text: string): Date | undefined {
+  const match = ISO_INSTANT.exec(text);
+  if (match === null) return undefined;
+  const [, y, mo, d, h, mi, s = '0', fraction = '', zulu, sign, offH = '0', offM = '0'] = match;
+  const year = Number(y);
+  const month = Number(mo);
+  const day = Number(d);
+  const hour = Number(h);
+  const minute = Number(mi);
+  const second = Number(s);
+  const offsetMinutes = zulu !== undefined ? 0 : (sign === '-' ? -1 : 1) * (Number(offH) * 60 + Number(offM));
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return undefined;
+  if (hour > 23 || minute > 59 || second > 59 || Number(offH) > 23 || Number(offM) > 59) return undefined;
+  const millis = Number(fraction.padEnd(3, '0').slice(0, 3));
+  const at =
+    daysFromCivil(year, month, day) * DAY_MS +
+    hour * HOUR_MS +
+    minute * MINUTE_MS +
+    second * SECOND_MS +
+    millis -
+    offsetMinutes * MINUTE_MS;
+  return new Date(at);
+}

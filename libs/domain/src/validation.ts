@@ -1,0 +1,155 @@
+/** Field-level validation results shared by every boundary (REST, gRPC, Kafka commands, config). */
+
+/** One problem with one input field, named by its JSON path (e.g. `schedule.time_zone`). */
+export interface FieldViolation {
+  readonly field: string;
+  readonly message: string;
+}
+
+export type Validated<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly violations: FieldViolation[] };
+
+/** Thrown where a caller asked for a value that failed validation. */
+export class ValidationError extends Error {
+  constructor(readonly violations: readonly FieldViolation[]) {
+    super(violations.map((v) => `${v.field}: ${v.message}`).join('; '));
+    this.name = 'ValidationError';
+  }
+}
+
+/** Collects violations while reading an untyped JSON object, so one pass reports every bad field. */
+export class FieldReader {
+  readonly violations: FieldViolation[] = [];
+
+  constructor(private readonly prefix = '') {}
+
+  path(field: string): string {
+    return this.prefix ? `${this.prefix}.${field}` : field;
+  }
+
+  fail(field: string, message: string): void {
+    this.violations.push({ field: this.path(field), message });
+  }
+
+  child(field: string): FieldReader {
+    return new FieldReader(this.path(field));
+  }
+
+  /** Merges a nested reader's violations into this one. */
+  adopt(child: FieldReader | readonly FieldViolation[]): void {
+    this.violations.push(...(child instanceof FieldReader ? child.violations : child));
+  }
+
+  object(raw: unknown, field: string, required: boolean): Record<string, unknown> | undefined {
+    if (raw === undefined || raw === null) {
+      if (required) this.fail(field, 'is required');
+      return undefined;
+    }
+    if (typeof raw !== 'object' || Array.isArray(raw)) {
+      this.fail(field, 'must be an object');
+      return undefined;
+    }
+    return raw as Record<string, unknown>;
+  }
+
+  string(raw: unknown, field: string, opts: { required?: boolean; maxLength?: number; pattern?: RegExp; hint?: string } = {}): string | undefined {
+    if (raw === undefined || raw === null) {
+      if (opts.required) this.fail(field, 'is required');
+      return undefined;
+    }
+    if (typeof raw !== 'string') {
+      this.fail(field, 'must be a string');
+      return undefined;
+    }
+    if (opts.required && raw.length === 0) {
+      this.fail(field, 'must not be empty');
+      return undefined;
+    }
+    if (opts.maxLength !== undefined && raw.length > opts.maxLength) {
+      this.fail(field, `must be at most ${opts.maxLength} characters`);
+      return undefined;
+    }
+    if (opts.pattern && !opts.pattern.test(raw)) {
+      this.fail(field, opts.hint ?? `must match ${opts.pattern.source}`);
+      return undefined;
+    }
+    return raw;
+  }
+
+  integer(raw: unknown, field: string, opts: { required?: boolean; min?: number; max?: number } = {}): number | undefined {
+    if (raw === undefined || raw === null) {
+      if (opts.required) this.fail(field, 'is required');
+      return undefined;
+    }
+    if (typeof raw !== 'number' || !Number.isSafeInteger(raw)) {
+      this.fail(field, 'must be an integer');
+      return undefined;
+    }
+    if (opts.min !== undefined && raw < opts.min) {
+      this.fail(field, `must be >= ${opts.min}`);
+      return undefined;
+    }
+    if (opts.max !== undefined && raw > opts.max) {
+      this.fail(field, `must be <= ${opts.max}`);
+      return undefined;
+    }
+    return raw;
+  }
+
+  number(raw: unknown, field: string, opts: { min?: number; max?: number } = {}): number | undefined {
+    if (raw === undefined || raw === null) return undefined;
+    if (typeof raw !== 'number' || !Number.isFinite(raw)) {
+      this.fail(field, 'must be a number');
+      return undefined;
+    }
+    if (opts.min !== undefined && raw < opts.min) {
+      this.fail(field, `must be >= ${opts.min}`);
+      return undefined;
+    }
+    if (opts.max !== undefined && raw > opts.max) {
+      this.fail(field, `must be <= ${opts.max}`);
+      return undefined;
+    }
+    return raw;
+  }
+
+  oneOf<T extends string>(raw: unknown, field: string, allowed: readonly T[], fallback?: T): T | undefined {
+    if (raw === undefined || raw === null) {
+      if (fallback === undefined) this.fail(field, 'is required');
+      return fallback;
+    }
+    if (typeof raw !== 'string' || !(allowed as readonly string[]).includes(raw)) {
+      this.fail(field, `must be one of ${allowed.join(', ')}`);
+      return undefined;
+    }
+    return raw as T;
+  }
+
+  stringMap(raw: unknown, field: string): Record<string, string> | undefined {
+    if (raw === undefined || raw === null) return {};
+    const obj = this.object(raw, field, false);
+    if (!obj) return undefined;
+    const out: Record<string, string> = {};
+    for (const [k, v] of Object.entries(obj)) {
+      if (typeof v !== 'string') {
+        this.fail(`${field}.${k}`, 'must be a string');
+        continue;
+      }
+      out[k] = v;
+    }
+    return out;
+  }
+
+  /** Rejects keys the schema does not know, so typos do not silently fall back to defaults. */
+  noUnknownKeys(obj: Record<string, unknown>, known: readonly string[], field?: string): void {
+    for (const key of Object.keys(obj)) {
+      if (!known.includes(key)) this.fail(field ? `${field}.${key}` : key, 'is not a known field');
+    }
+  }
+}
+
+/** Parses an ISO-8601 timestamp that carries an explicit offset or Z; undefined when it is not one. */
+export function parseInstant(raw: string): Date | undefined {
+  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/i.test(raw)) return undefined;
+  const ms = Date.parse(raw);
+  return Number.isNaN(ms) ? undefined : new Date(ms);
+}

@@ -1,0 +1,27 @@
+/** The outcome of one attempt at a target, in terms the retry policy understands. */
+export interface AttemptOutcome {
+  readonly ok: boolean;
+  readonly httpStatus: number | null;
+  readonly error: string | null;
+  /** Worth trying again (network error, timeout, 5xx, 408, 429). */
+  readonly retryable: boolean;
+  /** A delay the target asked for (Retry-After), in ms. */
+  readonly retryAfterMs?: number;
+}
+
+/** Runs one fire against its target. */
+export interface TargetRunner<T> {
+  run(target: T, request: TargetRequest, signal: AbortSignal): Promise<AttemptOutcome>;
+}
+
+/** What a target call carries besides the target itself. */
+export interface TargetRequest {
+  readonly jobId: string;
+  readonly tenantId: string;
+  readonly fenceToken: number;
+  readonly fireId: string;
+  readonly scheduledFor: Date;
+  readonly attempt: number;
+  /** The payload as JSON text (null when the job has none). */
+  readonly body: string | null;
+}

@@ -1,0 +1,1 @@
+export { JobService, JobNotFoundError, type JobServiceOptions } from './job-service';

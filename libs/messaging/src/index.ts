@@ -1,0 +1,17 @@
+export type {
+  ConsumerHandlers,
+  ConsumerOptions,
+  Headers,
+  InboundBatch,
+  InboundMessage,
+  MessageBus,
+  MessageConsumer,
+  MessageProducer,
+  OutboundMessage,
+  TopicAdmin,
+  TopicDescription,
+  TopicSpec,
+} from './ports';
+export { createKafkaBus, type KafkaConnection, type BusLogger } from './kafkajs/kafkajs-bus';
+export { tickworkTopicSpecs, provisionTopics, TopicLayoutError, type TopicLayout } from './topics';
+export { EventCodecs, UndecodableMessageError, readSchema, schemaDirectory, type CodecTopics, type SchemaName } from './codecs';

@@ -1,0 +1,236 @@
+/** The messaging port implemented with kafkajs. Nothing outside this folder imports kafkajs. */
+import {
+  CompressionTypes,
+  ConfigResourceTypes,
+  Kafka,
+  logLevel,
+  type Consumer,
+  type IHeaders,
+  type KafkaConfig as KafkajsConfig,
+  type LogEntry,
+  type Producer,
+  type SASLOptions,
+} from 'kafkajs';
+import type {
+  ConsumerHandlers,
+  ConsumerOptions,
+  Headers,
+  MessageBus,
+  MessageConsumer,
+  MessageProducer,
+  OutboundMessage,
+  TopicAdmin,
+  TopicDescription,
+  TopicSpec,
+} from '../ports';
+
+export interface KafkaConnection {
+  readonly brokers: readonly string[];
+  readonly clientId: string;
+  readonly ssl: boolean;
+  readonly sasl: { readonly mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512'; readonly username: string; readonly password: string } | null;
+}
+
+export type BusLogger = (level: 'error' | 'warn' | 'info' | 'debug', message: string, extra: Record<string, unknown>) => void;
+
+const LEVEL_NAMES = { [logLevel.ERROR]: 'error', [logLevel.WARN]: 'warn', [logLevel.INFO]: 'info', [logLevel.DEBUG]: 'debug' } as const;
+
+/** Opens a MessageBus over kafkajs. */
+export function createKafkaBus(conn: KafkaConnection, log?: BusLogger): MessageBus {
+  const config: KafkajsConfig = {
+    clientId: conn.clientId,
+    brokers: [...conn.brokers],
+    ssl: conn.ssl,
+    ...(conn.sasl ? { sasl: { ...conn.sasl } as SASLOptions } : {}),
+    logLevel: logLevel.WARN,
+    logCreator:
+      () =>
+      ({ level, log: entry }: LogEntry) => {
+        const { message, ...extra } = entry;
+        const name = LEVEL_NAMES[level as keyof typeof LEVEL_NAMES] ?? 'info';
+        if (log) log(name, `kafkajs: ${message}`, extra);
+      },
+    retry: { initialRetryTime: 100, retries: 8 },
+  };
+  return new KafkajsBus(new Kafka(config));
+}
+
+class KafkajsBus implements MessageBus {
+  constructor(private readonly kafka: Kafka) {}
+
+  async producer(opts: { idempotent?: boolean } = {}): Promise<MessageProducer> {
+    const idempotent = opts.idempotent ?? true;
+    const producer = this.kafka.producer({ idempotent, maxInFlightRequests: idempotent ? 5 : undefined, allowAutoTopicCreation: false });
+    await producer.connect();
+    return new KafkajsProducer(producer);
+  }
+
+  async consumer(opts: ConsumerOptions): Promise<MessageConsumer> {
+    const consumer = this.kafka.consumer({
+      groupId: opts.groupId,
+      sessionTimeout: opts.sessionTimeoutMs ?? 30_000,
+      heartbeatInterval: opts.heartbeatIntervalMs ?? 3_000,
+      maxBytesPerPartition: opts.maxBytesPerPartition ?? 1_048_576,
+      allowAutoTopicCreation: false,
+      retry: { retries: 10 },
+    });
+    await consumer.connect();
+    for (const topic of opts.topics) await consumer.subscribe({ topic, fromBeginning: opts.fromBeginning ?? true });
+    return new KafkajsConsumer(consumer, opts.partitionsConsumedConcurrently ?? 1);
+  }
+
+  async admin(): Promise<TopicAdmin> {
+    const admin = this.kafka.admin();
+    await admin.connect();
+    return new KafkajsAdmin(admin);
+  }
+}
+
+function toKafkajsHeaders(h: Headers | undefined): IHeaders | undefined {
+  return h ? { ...h } : undefined;
+}
+
+class KafkajsProducer implements MessageProducer {
+  constructor(private readonly producer: Producer) {}
+
+  async send(batches: readonly { topic: string; messages: readonly OutboundMessage[] }[]): Promise<void> {
+    const topicMessages = batches
+      .filter((b) => b.messages.length > 0)
+      .map((b) => ({
+        topic: b.topic,
+        messages: b.messages.map((m) => ({
+          key: m.key,
+          value: m.value,
+          headers: toKafkajsHeaders(m.headers),
+          ...(m.partition !== undefined ? { partition: m.partition } : {}),
+        })),
+      }));
+    if (topicMessages.length === 0) return;
+    await this.producer.sendBatch({ topicMessages, acks: -1, compression: CompressionTypes.None });
+  }
+
+  async disconnect(): Promise<void> {
+    await this.producer.disconnect();
+  }
+}
+
+function fromKafkajsHeaders(h: IHeaders | undefined): Headers {
+  const out: Record<string, string> = {};
+  if (!h) return out;
+  for (const [k, v] of Object.entries(h)) {
+    if (v === undefined) continue;
+    const first = Array.isArray(v) ? v[0] : v;
+    if (first !== undefined) out[k] = Buffer.isBuffer(first) ? first.toString('utf8') : String(first);
+  }
+  return out;
+}
+
+class KafkajsConsumer implements MessageConsumer {
+  private stopping = false;
+
+  constructor(
+    private readonly consumer: Consumer,
+    private readonly concurrency: number,
+  ) {}
+
+  async start(handlers: ConsumerHandlers): Promise<void> {
+    const { GROUP_JOIN, REBALANCING, CRASH } = this.consumer.events;
+    this.consumer.on(GROUP_JOIN, (e) => {
+      const assignment = new Map<string, number[]>();
+      for (const [topic, partitions] of Object.entries(e.payload.memberAssignment)) assignment.set(topic, [...partitions].sort((a, b) => a - b));
+      void Promise.resolve(handlers.onAssignment?.(assignment)).catch((err: unknown) => handlers.onCrash?.(err as Error));
+    });
+    this.consumer.on(REBALANCING, () => handlers.onRebalance?.());
+    this.consumer.on(CRASH, (e) => handlers.onCrash?.(e.payload.error));
+
+    await this.consumer.run({
+      autoCommit: true,
+      autoCommitInterval: 1_000,
+      eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: this.concurrency,
+      eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale, commitOffsetsIfNecessary }) => {
+        await handlers.onBatch({
+          topic: batch.topic,
+          partition: batch.partition,
+          messages: batch.messages.map((m) => ({
+            topic: batch.topic,
+            partition: batch.partition,
+            offset: m.offset,
+            key: m.key ?? null,
+            value: m.value ?? null,
+            headers: fromKafkajsHeaders(m.headers),
+            timestamp: Number(m.timestamp),
+          })),
+          markProcessed: (offset) => resolveOffset(offset),
+          heartbeat,
+          isActive: () => isRunning() && !isStale() && !this.stopping,
+          commit: () => commitOffsetsIfNecessary(),
+        });
+      },
+    });
+  }
+
+  pause(topic: string, partitions?: readonly number[]): void {
+    this.consumer.pause([{ topic, ...(partitions ? { partitions: [...partitions] } : {}) }]);
+  }
+
+  resume(topic: string, partitions?: readonly number[]): void {
+    this.consumer.resume([{ topic, ...(partitions ? { partitions: [...partitions] } : {}) }]);
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await this.consumer.disconnect();
+  }
+}
+
+class KafkajsAdmin implements TopicAdmin {
+  constructor(private readonly admin: ReturnType<Kafka['admin']>) {}
+
+  async describeTopics(names: readonly string[], configKeys: readonly string[]): Promise<TopicDescription[]> {
+    const existing = new Set(await this.admin.listTopics());
+    const present = names.filter((n) => existing.has(n));
+    if (present.length === 0) return [];
+    const meta = await this.admin.fetchTopicMetadata({ topics: present });
+    const configs = await this.admin.describeConfigs({
+      includeSynonyms: false,
+      resources: present.map((name) => ({ type: ConfigResourceTypes.TOPIC, name, configNames: [...configKeys] })),
+    });
+    return meta.topics.map((t) => {
+      const res = configs.resources.find((r) => r.resourceName === t.name);
+      const cfg: Record<string, string> = {};
+      for (const e of res?.configEntries ?? []) cfg[e.configName] = e.configValue;
+      return { name: t.name, partitions: t.partitions.length, configs: cfg };
+    });
+  }
+
+  async createTopics(specs: readonly TopicSpec[]): Promise<void> {
+    if (specs.length === 0) return;
+    await this.admin.createTopics({
+      waitForLeaders: true,
+      topics: specs.map((s) => ({
+        topic: s.name,
+        numPartitions: s.partitions,
+        replicationFactor: s.replicationFactor,
+        configEntries: Object.entries(s.configs).map(([name, value]) => ({ name, value })),
+      })),
+    });
+  }
+
+  async alterTopicConfigs(name: string, configs: Readonly<Record<string, string>>): Promise<void> {
+    await this.admin.alterConfigs({
+      validateOnly: false,
+      resources: [{ type: ConfigResourceTypes.TOPIC, name, configEntries: Object.entries(configs).map(([n, value]) => ({ name: n, value })) }],
+    });
+  }
+
+  async groupLag(groupId: string, topic: string): Promise<{ partition: number; committed: string; end: string }[]> {
+    const [committed, ends] = await Promise.all([this.admin.fetchOffsets({ groupId, topics: [topic] }), this.admin.fetchTopicOffsets(topic)]);
+    const byPartition = new Map((committed[0]?.partitions ?? []).map((p) => [p.partition, p.offset]));
+    return ends.map((e) => ({ partition: e.partition, committed: byPartition.get(e.partition) ?? '-1', end: e.high }));
+  }
+
+  async disconnect(): Promise<void> {
+    await this.admin.disconnect();
+  }
+}

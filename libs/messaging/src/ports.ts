@@ -1,0 +1,105 @@
+/**
+ * The messaging port: what Tickwork needs from a Kafka client, in its own terms. Only
+ * ./kafkajs implements it, so another client can replace kafkajs without touching callers.
+ */
+
+export type Headers = Readonly<Record<string, string>>;
+
+export interface OutboundMessage {
+  readonly key: string | Buffer | null;
+  readonly value: Buffer | null;
+  readonly headers?: Headers;
+  readonly partition?: number;
+}
+
+export interface InboundMessage {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: string;
+  readonly key: Buffer | null;
+  readonly value: Buffer | null;
+  readonly headers: Headers;
+  /** Broker or producer timestamp, epoch ms. */
+  readonly timestamp: number;
+}
+
+/** One fetched batch of a single partition, and the controls to acknowledge it. */
+export interface InboundBatch {
+  readonly topic: string;
+  readonly partition: number;
+  readonly messages: readonly InboundMessage[];
+  /** Marks a message (and all before it in the partition) as processed; commits follow. */
+  markProcessed(offset: string): void;
+  /** Keeps group membership alive during long work. */
+  heartbeat(): Promise<void>;
+  /** False once the consumer is stopping or the partition was revoked: stop work on this batch. */
+  isActive(): boolean;
+  /** Commits what was marked processed now rather than on the next interval. */
+  commit(): Promise<void>;
+}
+
+export interface ConsumerHandlers {
+  onBatch(batch: InboundBatch): Promise<void>;
+  /** The group gave this member these partitions (the complete new assignment per topic). */
+  onAssignment?(assignment: ReadonlyMap<string, readonly number[]>): Promise<void> | void;
+  /** The group started a rebalance: assume every partition may be taken away. */
+  onRebalance?(): void;
+  /** The consumer crashed or left the group; it will rejoin if it can. */
+  onCrash?(error: Error): void;
+}
+
+export interface ConsumerOptions {
+  readonly groupId: string;
+  readonly topics: readonly string[];
+  readonly fromBeginning?: boolean;
+  readonly sessionTimeoutMs?: number;
+  readonly heartbeatIntervalMs?: number;
+  readonly maxBytesPerPartition?: number;
+  /** How many partitions' batches are handled at once. */
+  readonly partitionsConsumedConcurrently?: number;
+}
+
+export interface MessageConsumer {
+  start(handlers: ConsumerHandlers): Promise<void>;
+  /** Stop fetching from these partitions until resumed (backpressure). */
+  pause(topic: string, partitions?: readonly number[]): void;
+  resume(topic: string, partitions?: readonly number[]): void;
+  /** Leaves the group after the batch in hand finishes. */
+  stop(): Promise<void>;
+}
+
+export interface MessageProducer {
+  /** Sends to several topics in one request; resolves when all replicas acknowledged (acks=all). */
+  send(batches: readonly { readonly topic: string; readonly messages: readonly OutboundMessage[] }[]): Promise<void>;
+  disconnect(): Promise<void>;
+}
+
+export interface TopicSpec {
+  readonly name: string;
+  readonly partitions: number;
+  readonly replicationFactor: number;
+  readonly configs: Readonly<Record<string, string>>;
+}
+
+export interface TopicDescription {
+  readonly name: string;
+  readonly partitions: number;
+  readonly configs: Readonly<Record<string, string>>;
+}
+
+export interface TopicAdmin {
+  /** Existing topics among `names`, with partition counts and the configs asked for. */
+  describeTopics(names: readonly string[], configKeys: readonly string[]): Promise<TopicDescription[]>;
+  createTopics(specs: readonly TopicSpec[]): Promise<void>;
+  alterTopicConfigs(name: string, configs: Readonly<Record<string, string>>): Promise<void>;
+  /** Committed offsets and end offsets per partition: what consumer lag is made of. */
+  groupLag(groupId: string, topic: string): Promise<{ partition: number; committed: string; end: string }[]>;
+  disconnect(): Promise<void>;
+}
+
+/** A connection to the Kafka cluster that makes producers, consumers and an admin. */
+export interface MessageBus {
+  producer(opts?: { readonly idempotent?: boolean }): Promise<MessageProducer>;
+  consumer(opts: ConsumerOptions): Promise<MessageConsumer>;
+  admin(): Promise<TopicAdmin>;
+}

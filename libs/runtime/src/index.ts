@@ -1,0 +1,1 @@
+export { openDatabase, openMessaging, waitFor, type Messaging } from './infrastructure';

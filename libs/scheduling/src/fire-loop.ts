@@ -1,0 +1,104 @@
+/**
+ * The fire loop: each tick, claim what is due in the shards this instance holds (claim +
+ * outbox + advance commit together), publish the fires, then mark them enqueued. A crash
+ * between commit and publish leaves outbox rows that the shard's next owner re-publishes.
+ */
+import type { FireKey } from '@tickwork/domain';
+import type { ClaimPlanner, ClaimedFire, FireRepository } from '@tickwork/store';
+import type { FirePublisher } from './fire-publisher';
+import type { ShardOwnership } from './shard-ownership';
+
+export interface FireLoopOptions {
+  readonly owner: string;
+  readonly tickMs: number;
+  readonly batchSize: number;
+  readonly lookaheadMs: number;
+  /** Outbox rows older than this are assumed orphaned by a dead claimer and re-published. */
+  readonly relayAgeMs: number;
+}
+
+export interface FireLoopEvents {
+  onClaimed?(fires: readonly ClaimedFire[], skipped: number, dbNow: Date): void;
+  onEnqueued?(fires: readonly ClaimedFire[], relayed: boolean): void;
+  onFencedOut?(shards: readonly number[]): void;
+  onError?(error: Error): void;
+}
+
+export class FireLoop {
+  private running = false;
+  private loop: Promise<void> | undefined;
+  private wake: (() => void) | undefined;
+  private lastRelay = 0;
+
+  constructor(
+    private readonly fires: FireRepository,
+    private readonly ownership: ShardOwnership,
+    private readonly publisher: FirePublisher,
+    private readonly planner: ClaimPlanner,
+    private readonly opts: FireLoopOptions,
+    private readonly events: FireLoopEvents = {},
+  ) {}
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  /** Finishes the tick in hand and stops. */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wake?.();
+    await this.loop;
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      const started = Date.now();
+      let claimed = 0;
+      try {
+        claimed = await this.tick();
+      } catch (e) {
+        this.events.onError?.(e as Error);
+      }
+      // A full batch means more is due: go again at once. Otherwise wait for the next tick.
+      if (claimed < this.opts.batchSize) await this.sleep(Math.max(0, this.opts.tickMs - (Date.now() - started)));
+    }
+  }
+
+  /** One tick: relay orphaned outbox rows now and then, claim a batch, publish it, confirm it. */
+  async tick(): Promise<number> {
+    const shards = this.ownership.claimable();
+    if (shards.length === 0) return 0;
+    if (Date.now() - this.lastRelay >= Math.max(this.opts.tickMs, 1_000)) {
+      this.lastRelay = Date.now();
+      const orphaned = await this.fires.pendingFires({ owner: this.opts.owner, shards, minAgeMs: this.opts.relayAgeMs, limit: this.opts.batchSize });
+      if (orphaned.length > 0) await this.enqueue(orphaned, true);
+    }
+    const result = await this.fires.claimDueJobs(
+      { owner: this.opts.owner, shards, limit: this.opts.batchSize, lookaheadMs: this.opts.lookaheadMs },
+      this.planner,
+    );
+    if (result.fencedOut.length > 0) this.events.onFencedOut?.(result.fencedOut);
+    if (result.fires.length > 0 || result.skipped > 0) this.events.onClaimed?.(result.fires, result.skipped, result.now);
+    if (result.fires.length > 0) await this.enqueue(result.fires, false);
+    return result.scanned;
+  }
+
+  private async enqueue(fires: readonly ClaimedFire[], relayed: boolean): Promise<void> {
+    await this.publisher.publish(fires.map((f) => f.event));
+    const keys: FireKey[] = fires.map((f) => ({ jobId: f.event.jobId, fenceToken: f.event.fenceToken }));
+    await this.fires.markEnqueued(keys);
+    this.events.onEnqueued?.(fires, relayed);
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const t = setTimeout(resolve, ms);
+      this.wake = () => {
+        clearTimeout(t);
+        resolve();
+      };
+    });
+  }
+}

@@ -1,0 +1,3 @@
+export { ShardOwnership, type OwnershipEvents } from './shard-ownership';
+export { FirePublisher } from './fire-publisher';
+export { FireLoop, type FireLoopOptions, type FireLoopEvents } from './fire-loop';

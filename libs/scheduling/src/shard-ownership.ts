@@ -1,0 +1,109 @@
+/**
+ * Shard ownership for one scheduler instance. Kafka's group assignment says which shards this
+ * instance should own; PostgreSQL leases (with epochs) say which it does. Claims use only
+ * shards whose lease is held; a failed renewal fences this instance at once.
+ */
+import type { ShardEpoch } from '@tickwork/domain';
+import type { ShardLeaseRepository } from '@tickwork/store';
+
+export interface OwnershipEvents {
+  onChange?(held: readonly ShardEpoch[]): void;
+  /** Leases this instance believed it held were gone at renewal: stop claiming them. */
+  onSelfFence?(lost: readonly number[]): void;
+  onError?(error: Error): void;
+}
+
+export class ShardOwnership {
+  private held: ShardEpoch[] = [];
+  private suspended = true;
+  private renewTimer: NodeJS.Timeout | undefined;
+  private transition: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly leases: ShardLeaseRepository,
+    private readonly owner: string,
+    private readonly leaseMs: number,
+    private readonly events: OwnershipEvents = {},
+  ) {}
+
+  /** The shards (with epochs) this instance may claim from right now. */
+  claimable(): readonly ShardEpoch[] {
+    return this.suspended ? [] : this.held;
+  }
+
+  /** True once at least one assignment was taken and not suspended. */
+  isActive(): boolean {
+    return !this.suspended;
+  }
+
+  /** Starts renewing held leases every third of the lease time. */
+  start(): void {
+    const every = Math.max(200, Math.floor(this.leaseMs / 3));
+    this.renewTimer = setInterval(() => void this.serialize(() => this.renew()), every);
+    this.renewTimer.unref();
+  }
+
+  /** The group started a rebalance: stop claiming until the new assignment is in. */
+  suspend(): void {
+    this.suspended = true;
+    this.events.onChange?.([]);
+  }
+
+  /** Kafka assigned these shards: acquire new ones, keep the ones still held, release the rest. */
+  assign(shards: readonly number[]): Promise<void> {
+    this.suspended = true;
+    return this.serialize(async () => {
+      const keep = this.held.filter((h) => shards.includes(h.shard));
+      const drop = this.held.filter((h) => !shards.includes(h.shard));
+      await this.leases.release(drop, this.owner);
+      // Renew what we keep: if someone took it in between, our epoch is stale and we re-acquire.
+      const renewed = new Set(await this.leases.renew(keep, this.owner, this.leaseMs));
+      const stillHeld = keep.filter((h) => renewed.has(h.shard));
+      const toAcquire = shards.filter((s) => !renewed.has(s));
+      const acquired = await this.leases.acquire(toAcquire, this.owner, this.leaseMs);
+      this.held = [...stillHeld, ...acquired].sort((a, b) => a.shard - b.shard);
+      this.suspended = false;
+      this.events.onChange?.(this.held);
+    });
+  }
+
+  /** Releases everything (shutdown). */
+  async stop(): Promise<void> {
+    if (this.renewTimer) clearInterval(this.renewTimer);
+    this.suspended = true;
+    await this.serialize(async () => {
+      await this.leases.release(this.held, this.owner);
+      this.held = [];
+    });
+  }
+
+  private async renew(): Promise<void> {
+    // Never re-acquire here: a woken zombie would steal shards Kafka gave to someone else.
+    // Shards come back only through a new assignment (the app rejoins the group on self-fence).
+    if (this.held.length === 0) return;
+    let renewed: Set<number>;
+    try {
+      renewed = new Set(await this.leases.renew(this.held, this.owner, this.leaseMs));
+    } catch (e) {
+      // Cannot prove we still own anything: fence ourselves until a renewal succeeds.
+      const lost = this.held.map((h) => h.shard);
+      this.held = [];
+      this.events.onSelfFence?.(lost);
+      this.events.onError?.(e as Error);
+      return;
+    }
+    const lost = this.held.filter((h) => !renewed.has(h.shard)).map((h) => h.shard);
+    if (lost.length > 0) {
+      this.held = this.held.filter((h) => renewed.has(h.shard));
+      this.events.onSelfFence?.(lost);
+      this.events.onChange?.(this.held);
+    }
+  }
+
+  /** Lease changes run one at a time, in order. */
+  private serialize(work: () => Promise<void>): Promise<void> {
+    const next = this.transition.then(work).catch((e: unknown) => this.events.onError?.(e as Error));
+    this.transition = next;
+    return next;
+  }
+}

@@ -1,0 +1,93 @@
+/** Mapping between table rows and domain values. */
+import {
+  policiesFromWire,
+  scheduleFromWire,
+  targetFromWire,
+  type Job,
+  type JobStatus,
+  type JsonValue,
+  type Run,
+  type RunStatus,
+} from '@tickwork/domain';
+
+export interface JobRow {
+  job_id: string;
+  tenant_id: string;
+  shard: number;
+  schedule: Record<string, unknown>;
+  status: JobStatus;
+  next_run_at: Date | null;
+  fence_token: number;
+  fires_count: number;
+  target: Record<string, unknown>;
+  payload: JsonValue;
+  policies: Record<string, unknown>;
+  labels: Record<string, string>;
+  version: number;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export const JOB_COLUMNS =
+  'job_id, tenant_id, shard, schedule, status, next_run_at, fence_token, fires_count, target, payload, policies, labels, version, created_at, updated_at';
+
+/** A jobs row as a domain Job. */
+export function jobFromRow(row: JobRow): Job {
+  return {
+    jobId: row.job_id,
+    tenantId: row.tenant_id,
+    shard: row.shard,
+    schedule: scheduleFromWire(row.schedule),
+    status: row.status,
+    nextRunAt: row.next_run_at,
+    fenceToken: row.fence_token,
+    firesCount: row.fires_count,
+    target: targetFromWire(row.target),
+    payload: row.payload,
+    policies: policiesFromWire(row.policies),
+    labels: row.labels,
+    version: row.version,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+export interface RunRow {
+  job_id: string;
+  fence_token: number;
+  tenant_id: string;
+  fire_id: string;
+  nominal_time: Date;
+  scheduled_for: Date;
+  attempt: number;
+  status: RunStatus;
+  lease_owner: string | null;
+  lease_expires_at: Date | null;
+  started_at: Date | null;
+  finished_at: Date | null;
+  http_status: number | null;
+  error: string | null;
+}
+
+export const RUN_COLUMNS =
+  'job_id, fence_token, tenant_id, fire_id, nominal_time, scheduled_for, attempt, status, lease_owner, lease_expires_at, started_at, finished_at, http_status, error';
+
+/** A job_runs row as a domain Run. */
+export function runFromRow(row: RunRow): Run {
+  return {
+    jobId: row.job_id,
+    fenceToken: row.fence_token,
+    tenantId: row.tenant_id,
+    fireId: row.fire_id,
+    nominalTime: row.nominal_time,
+    scheduledFor: row.scheduled_for,
+    attempt: row.attempt,
+    status: row.status,
+    leaseOwner: row.lease_owner,
+    leaseExpiresAt: row.lease_expires_at,
+    startedAt: row.started_at,
+    finishedAt: row.finished_at,
+    httpStatus: row.http_status,
+    error: row.error,
+  };
+}
