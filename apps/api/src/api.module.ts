@@ -26,6 +26,7 @@ export class ApiModule implements OnApplicationShutdown {
           useFactory: (jobs: JobRepository, runs: RunRepository) =>
             new JobService(jobs, runs, {
               shardCount: config.shardCount,
+              herdJitterMs: config.scheduler.herdJitterMs,
               limits: { minIntervalMs: config.api.minIntervalMs, maxPayloadBytes: config.api.maxPayloadBytes, maxJitterMs: 3_600_000 },
             }),
           inject: [JobRepository, RunRepository],

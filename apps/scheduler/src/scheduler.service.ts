@@ -8,7 +8,7 @@ import { planDueOccurrences, type ShardEpoch } from '@tickwork/domain';
 import type { MessageConsumer, MessageProducer, InboundBatch } from '@tickwork/messaging';
 import { openMessaging, type Messaging } from '@tickwork/runtime';
 import { FireLoop, FirePublisher, ShardOwnership } from '@tickwork/scheduling';
-import { FireRepository, ShardLeaseRepository, type Pool } from '@tickwork/store';
+import { FireRepository, ShardLeaseRepository, type ClaimPlanner, type Pool } from '@tickwork/store';
 
 @Injectable()
 export class SchedulerService implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -50,8 +50,8 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
     this.ownership.start();
     const fires = new FireRepository(this.pool);
     const publisher = new FirePublisher(this.producer, this.messaging.codecs, c.topics.fires);
-    const planner = (job: Parameters<typeof planDueOccurrences>[0], now: Date) =>
-      planDueOccurrences(job, now, { maxCatchUp: c.scheduler.maxCatchUp, herdJitterMs: c.scheduler.herdJitterMs });
+    const planOptions = { maxCatchUp: c.scheduler.maxCatchUp, herdJitterMs: c.scheduler.herdJitterMs };
+    const planner: ClaimPlanner = (job, now) => planDueOccurrences(job, job.nextNominalAt ?? now, now, planOptions);
     this.loop = new FireLoop(
       fires,
       this.ownership,

@@ -8,4 +8,5 @@ export * from './run';
 export * from './shard';
 export * from './validation';
 export * from './job-wire';
-export * from './schedule/schedule';
+export * from './schedule';
+export * from './claim-planner';

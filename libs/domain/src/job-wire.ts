@@ -272,6 +272,7 @@ export function jobToWire(job: Job): Record<string, JsonValue> {
     policies: policiesToWire(job.policies),
     labels: { ...job.labels },
     next_run_at: job.nextRunAt ? job.nextRunAt.toISOString() : null,
+    next_nominal_at: job.nextNominalAt ? job.nextNominalAt.toISOString() : null,
     fence_token: job.fenceToken,
     fires_count: job.firesCount,
     version: job.version,

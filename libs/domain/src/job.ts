@@ -26,7 +26,10 @@ export interface JobDefinition {
 export interface Job extends JobDefinition {
   readonly shard: number;
   readonly status: JobStatus;
+  /** When the next occurrence is due to be claimed: its nominal time plus jitter. */
   readonly nextRunAt: Date | null;
+  /** The next occurrence's nominal (schedule) time. */
+  readonly nextNominalAt: Date | null;
   readonly fenceToken: FenceToken;
   readonly firesCount: number;
   readonly version: number;

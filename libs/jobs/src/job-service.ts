@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   firstFireAtOrAfter,
+  occurrenceAt,
   parseJobDefinition,
   shardOf,
   ValidationError,
@@ -24,6 +25,8 @@ export class JobNotFoundError extends Error {
 export interface JobServiceOptions {
   readonly shardCount: number;
   readonly limits: JobDefinitionLimits;
+  /** The cluster's herd jitter window (see occurrenceAt). */
+  readonly herdJitterMs: number;
   /** The clock used for defaults such as an interval's anchor; due-ness uses the database clock. */
   readonly now?: () => Date;
 }
@@ -45,8 +48,9 @@ export class JobService {
     const parsed = parseJobDefinition(raw, { now, limits: this.opts.limits, newJobId: randomUUID, ...ctx });
     if (!parsed.ok) throw new ValidationError(parsed.violations);
     const definition = parsed.value;
-    const nextRunAt = firstFireAtOrAfter(definition.schedule, now);
-    return this.jobs.insertJob({ definition, shard: shardOf(definition.jobId, this.opts.shardCount), nextRunAt });
+    const first = firstFireAtOrAfter(definition.schedule, now);
+    const next = first && occurrenceAt(definition.jobId, definition.schedule, definition.policies.jitterMs, first, this.opts.herdJitterMs);
+    return this.jobs.insertJob({ definition, shard: shardOf(definition.jobId, this.opts.shardCount), next });
   }
 
   /** A job and its most recent runs. */

@@ -3,12 +3,10 @@ export { migrate, listMigrations, type Migration } from './migrate';
 export { JobRepository, JobAlreadyExistsError, type NewJob } from './repositories/job.repository';
 export {
   FireRepository,
-  type ClaimPlan,
   type ClaimPlanner,
   type ClaimRequest,
   type ClaimResult,
   type ClaimedFire,
-  type OccurrenceSkip,
 } from './repositories/fire.repository';
 export { ShardLeaseRepository } from './repositories/shard-lease.repository';
 export { RunRepository, type RunStart, type RunCompletion } from './repositories/run.repository';

@@ -19,6 +19,10 @@ import type { ParsedCron } from './cron-expression';
 import { DAY_MS } from './calendar';
 import type { ZoneRules } from './time-zone';
 
+// Module-level aliases: inside Jest's vm sandbox every global lookup (Math.*) is slow, so alias once.
+const { max, min } = Math;
+const INFINITY = Number.POSITIVE_INFINITY;
+
 /** A gap policy after AUTO has been resolved for a particular expression. */
 export type EffectiveGapPolicy = Exclude<DstGapPolicy, 'AUTO'>;
 /** A repeat policy after AUTO has been resolved for a particular expression. */
@@ -61,15 +65,15 @@ export function nextCronInstantAfter(
     let realStart = segment.start;
     let realEnd = segment.end;
     if (repeat === 'FIRST' && previous !== null && previous.after < previous.before) {
-      realStart = Math.max(realStart, previous.at + (previous.before - previous.after));
+      realStart = max(realStart, previous.at + (previous.before - previous.after));
     }
     if (repeat === 'LAST' && next !== null && next.after < next.before) {
-      realEnd = Math.min(realEnd, next.at - (next.before - next.after));
+      realEnd = min(realEnd, next.at - (next.before - next.after));
     }
 
-    let best = Number.POSITIVE_INFINITY;
+    let best = INFINITY;
     let wall: number | null | undefined;
-    const lower = Math.max(t, realStart - 1);
+    const lower = max(t, realStart - 1);
     if (lower < realEnd - 1) {
       wall = cron.nextWallTimeAfter(lower + offset);
       if (wall !== null && wall - offset < realEnd) best = wall - offset;
@@ -77,8 +81,8 @@ export function nextCronInstantAfter(
 
     if (gap === 'SHIFT' && previous !== null && previous.after > previous.before) {
       // Wall times inside the gap [at + before, at + after) fire at wall − before ∈ [at, at + gap).
-      const shiftedEnd = Math.min(previous.at + (previous.after - previous.before), segment.end);
-      const shiftedLower = Math.max(t, previous.at - 1, segment.start - 1);
+      const shiftedEnd = min(previous.at + (previous.after - previous.before), segment.end);
+      const shiftedLower = max(t, previous.at - 1, segment.start - 1);
       if (shiftedLower < shiftedEnd - 1) {
         const gapWall = cron.nextWallTimeAfter(shiftedLower + previous.before);
         if (gapWall !== null) {
@@ -88,12 +92,11 @@ export function nextCronInstantAfter(
       }
     }
 
-    if (best !== Number.POSITIVE_INFINITY) return best;
+    if (best !== INFINITY) return best;
 
     // A fall-back right after this segment repeats wall times we already passed: it must be visited.
     const repeatsSoon = next !== null && next.after < next.before && next.at < segment.end + DAY_MS;
     if (wall === null && !repeatsSoon) return null;
-    if (segment.end === Number.POSITIVE_INFINITY) return null;
     let nextT = segment.end - 1;
     // No wall match before `wall`: jump close to it instead of walking every segment (e.g. `0 0 29 2 *`).
     if (wall !== undefined && wall !== null && !repeatsSoon && wall - offset - 2 * DAY_MS > segment.end) {

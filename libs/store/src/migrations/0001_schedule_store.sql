@@ -11,7 +11,10 @@ CREATE TABLE jobs (
   schedule        jsonb NOT NULL,
   time_zone       text NOT NULL DEFAULT 'UTC',
   status          text NOT NULL CHECK (status IN ('SCHEDULED', 'PAUSED', 'COMPLETED')),
+  -- When the next occurrence is due to be claimed (its nominal time plus the job's jitter),
+  -- and the nominal time itself.
   next_run_at     timestamptz,
+  next_nominal_at timestamptz,
   fence_token     bigint NOT NULL DEFAULT 0,
   fires_count     bigint NOT NULL DEFAULT 0,
   last_fired_at   timestamptz,
@@ -22,7 +25,7 @@ CREATE TABLE jobs (
   version         bigint NOT NULL DEFAULT 1,
   created_at      timestamptz NOT NULL DEFAULT now(),
   updated_at      timestamptz NOT NULL DEFAULT now(),
-  CHECK (status <> 'SCHEDULED' OR next_run_at IS NOT NULL)
+  CHECK (status <> 'SCHEDULED' OR (next_run_at IS NOT NULL AND next_nominal_at IS NOT NULL))
 );
 
 -- The due-scan: only SCHEDULED rows are in it, so its size follows the live schedule, and a

@@ -3,29 +3,22 @@
  * outbox and advance their schedules, all in one transaction; then mark fires enqueued.
  */
 import type { Pool, PoolClient } from 'pg';
-import { fireIdOf, targetFromWire, targetToWire, type FireEvent, type FireKey, type Job, type JsonValue, type ShardEpoch } from '@tickwork/domain';
+import {
+  fireIdOf,
+  targetFromWire,
+  targetToWire,
+  type DueOccurrencePlan,
+  type FireEvent,
+  type FireKey,
+  type Job,
+  type JsonValue,
+  type ShardEpoch,
+} from '@tickwork/domain';
 import { inTransaction } from '../database';
 import { JOB_COLUMNS, jobFromRow, type JobRow } from './rows';
 
-/** What the scheduler decided for one due job (computed by the domain, applied here). */
-export interface ClaimPlan {
-  /** Occurrences to fire now: nominal time and jittered time. */
-  readonly fires: readonly { readonly nominalTime: Date; readonly scheduledFor: Date }[];
-  /** Occurrences that will not fire, as ranges with a reason. */
-  readonly skips: readonly OccurrenceSkip[];
-  /** The next occurrence, or null when the schedule is exhausted. */
-  readonly nextRunAt: Date | null;
-}
-
-export interface OccurrenceSkip {
-  readonly reason: string;
-  readonly firstNominal: Date;
-  readonly lastNominal: Date;
-  readonly occurrences: number;
-}
-
-/** Plans one due job at database time `now`; pure. */
-export type ClaimPlanner = (job: Job, now: Date) => ClaimPlan;
+/** Plans one due job at database time `now` (pure; the domain's planDueOccurrences). */
+export type ClaimPlanner = (job: Job, now: Date) => DueOccurrencePlan;
 
 export interface ClaimRequest {
   readonly owner: string;
@@ -99,7 +92,7 @@ export class FireRepository {
     jobs: Job[],
     plan: ClaimPlanner,
   ): Promise<ClaimResult> {
-    const upd = { id: [] as string[], n: [] as number[], next: [] as (Date | null)[], status: [] as string[] };
+    const upd = { id: [] as string[], n: [] as number[], next: [] as (Date | null)[], nominal: [] as (Date | null)[], status: [] as string[] };
     const ins = {
       id: [] as string[],
       token: [] as number[],
@@ -117,8 +110,9 @@ export class FireRepository {
       const p = plan(job, now);
       upd.id.push(job.jobId);
       upd.n.push(p.fires.length);
-      upd.next.push(p.nextRunAt);
-      upd.status.push(p.nextRunAt ? 'SCHEDULED' : 'COMPLETED');
+      upd.next.push(p.next?.scheduledFor ?? null);
+      upd.nominal.push(p.next?.nominalTime ?? null);
+      upd.status.push(p.next ? 'SCHEDULED' : 'COMPLETED');
       p.fires.forEach((f, i) => {
         const fenceToken = job.fenceToken + i + 1;
         const event: FireEvent = {
@@ -157,12 +151,13 @@ export class FireRepository {
           SET fence_token = j.fence_token + v.n,
               fires_count = j.fires_count + v.n,
               next_run_at = v.next,
+              next_nominal_at = v.nominal,
               status = v.status,
               last_fired_at = CASE WHEN v.n > 0 THEN now() ELSE j.last_fired_at END,
               updated_at = now()
-         FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::text[]) AS v(job_id, n, next, status)
+         FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::timestamptz[], $5::text[]) AS v(job_id, n, next, nominal, status)
         WHERE j.job_id = v.job_id`,
-      [upd.id, upd.n, upd.next, upd.status],
+      [upd.id, upd.n, upd.next, upd.nominal, upd.status],
     );
     if (ins.id.length > 0) {
       await client.query(

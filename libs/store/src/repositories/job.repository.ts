@@ -1,6 +1,6 @@
 /** Jobs: create, read, list and change state, as the API and the command consumer need. */
 import type { Pool } from 'pg';
-import { policiesToWire, scheduleToWire, targetToWire, type Job, type JobDefinition } from '@tickwork/domain';
+import { policiesToWire, scheduleToWire, targetToWire, type Job, type JobDefinition, type PlannedOccurrence } from '@tickwork/domain';
 import { JOB_COLUMNS, jobFromRow, type JobRow } from './rows';
 
 export class JobAlreadyExistsError extends Error {
@@ -14,7 +14,7 @@ export interface NewJob {
   readonly definition: JobDefinition;
   readonly shard: number;
   /** The first occurrence; null when the schedule has none (the job is stored COMPLETED). */
-  readonly nextRunAt: Date | null;
+  readonly next: PlannedOccurrence | null;
 }
 
 export class JobRepository {
@@ -25,8 +25,8 @@ export class JobRepository {
     const d = job.definition;
     try {
       const { rows } = await this.pool.query<JobRow>(
-        `INSERT INTO jobs (job_id, tenant_id, shard, schedule_kind, schedule, time_zone, status, next_run_at, target, payload, policies, labels)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+        `INSERT INTO jobs (job_id, tenant_id, shard, schedule_kind, schedule, time_zone, status, next_run_at, next_nominal_at, target, payload, policies, labels)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
          RETURNING ${JOB_COLUMNS}`,
         [
           d.jobId,
@@ -35,8 +35,9 @@ export class JobRepository {
           d.schedule.kind,
           JSON.stringify(scheduleToWire(d.schedule)),
           d.schedule.kind === 'cron' ? d.schedule.timeZone : 'UTC',
-          job.nextRunAt ? 'SCHEDULED' : 'COMPLETED',
-          job.nextRunAt,
+          job.next ? 'SCHEDULED' : 'COMPLETED',
+          job.next?.scheduledFor ?? null,
+          job.next?.nominalTime ?? null,
           JSON.stringify(targetToWire(d.target)),
           JSON.stringify(d.payload),
           JSON.stringify(policiesToWire(d.policies)),

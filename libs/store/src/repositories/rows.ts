@@ -17,6 +17,7 @@ export interface JobRow {
   schedule: Record<string, unknown>;
   status: JobStatus;
   next_run_at: Date | null;
+  next_nominal_at: Date | null;
   fence_token: number;
   fires_count: number;
   target: Record<string, unknown>;
@@ -29,7 +30,7 @@ export interface JobRow {
 }
 
 export const JOB_COLUMNS =
-  'job_id, tenant_id, shard, schedule, status, next_run_at, fence_token, fires_count, target, payload, policies, labels, version, created_at, updated_at';
+  'job_id, tenant_id, shard, schedule, status, next_run_at, next_nominal_at, fence_token, fires_count, target, payload, policies, labels, version, created_at, updated_at';
 
 /** A jobs row as a domain Job. */
 export function jobFromRow(row: JobRow): Job {
@@ -40,6 +41,7 @@ export function jobFromRow(row: JobRow): Job {
     schedule: scheduleFromWire(row.schedule),
     status: row.status,
     nextRunAt: row.next_run_at,
+    nextNominalAt: row.next_nominal_at,
     fenceToken: row.fence_token,
     firesCount: row.fires_count,
     target: targetFromWire(row.target),

@@ -1,0 +1,52 @@
+/**
+ * What the scheduler does with one claimed job: which occurrences fire now (and when, after
+ * jitter), which are skipped or coalesced and why, and when the job is next due.
+ */
+import type { Job } from './job';
+import { defaultHerdWindowMs, jitteredFireTime, planMisfire, type Schedule } from './schedule';
+
+export interface ClaimPlanOptions {
+  /** FIRE_ALL: most missed occurrences fired in one claim. */
+  readonly maxCatchUp: number;
+  /** Cluster-wide jitter window for recurring fires on round minutes, for jobs with no jitter of their own. */
+  readonly herdJitterMs: number;
+  /** Lateness that is not a misfire (tick and claim latency). */
+  readonly lateToleranceMs?: number;
+}
+
+export interface PlannedOccurrence {
+  readonly nominalTime: Date;
+  /** nominalTime plus the job's deterministic jitter. */
+  readonly scheduledFor: Date;
+}
+
+export interface DueOccurrencePlan {
+  readonly fires: readonly PlannedOccurrence[];
+  readonly skips: readonly { readonly reason: string; readonly firstNominal: Date; readonly lastNominal: Date; readonly occurrences: number }[];
+  /** The next occurrence (nominal, and when to claim it), or null when the schedule is exhausted. */
+  readonly next: PlannedOccurrence | null;
+}
+
+const DEFAULT_LATE_TOLERANCE_MS = 2_000;
+
+/** The jittered time of one occurrence: the job's own window, or the cluster's herd window. */
+export function occurrenceAt(jobId: string, schedule: Schedule, jitterMs: number, nominal: Date, herdJitterMs: number): PlannedOccurrence {
+  const window = jitterMs > 0 ? jitterMs : defaultHerdWindowMs(schedule, nominal, herdJitterMs);
+  return { nominalTime: nominal, scheduledFor: jitteredFireTime(jobId, nominal, window) };
+}
+
+/** Plans a due job claimed at database time `now`; its due occurrence is `nominal`. */
+export function planDueOccurrences(job: Job, nominal: Date, now: Date, opts: ClaimPlanOptions): DueOccurrencePlan {
+  const plan = planMisfire(job.schedule, nominal, now, job.firesCount, {
+    misfire: job.policies.misfire,
+    catchUpWindowMs: job.policies.catchUpWindowMs,
+    maxCatchUp: opts.maxCatchUp,
+    lateToleranceMs: opts.lateToleranceMs ?? DEFAULT_LATE_TOLERANCE_MS,
+  });
+  const at = (d: Date) => occurrenceAt(job.jobId, job.schedule, job.policies.jitterMs, d, opts.herdJitterMs);
+  return {
+    fires: plan.fires.map((f) => at(f.nominal)),
+    skips: plan.skipped.map((s) => ({ reason: s.reason, firstNominal: s.firstNominal, lastNominal: s.lastNominal, occurrences: s.count })),
+    next: plan.nextRunAt ? at(plan.nextRunAt) : null,
+  };
+}

@@ -1,0 +1,182 @@
+/**
+ * The schedule store against real PostgreSQL: migrations under concurrency, the fenced claim,
+ * the outbox, shard lease epochs, and the run ledger's lease tokens.
+ */
+import { createPool, FireRepository, JobRepository, migrate, RunRepository, ShardLeaseRepository, type ClaimPlanner } from '@tickwork/store';
+import { DEFAULT_POLICIES, type FireEvent, type JobDefinition } from '@tickwork/domain';
+import { testDatabase, type TestDatabase } from '../support/db';
+import { eventually } from '../support/env';
+
+const fireOnce: ClaimPlanner = (job, _now) => ({ fires: [{ nominalTime: job.nextNominalAt!, scheduledFor: job.nextRunAt! }], skips: [], next: null });
+const dueAt = (d: Date) => ({ nominalTime: d, scheduledFor: d });
+
+function definition(jobId: string, tenantId = 'acme'): JobDefinition {
+  return {
+    jobId,
+    tenantId,
+    schedule: { kind: 'once', at: new Date(Date.now() - 1_000) },
+    target: { type: 'webhook', url: 'https://example.com/x', method: 'POST', headers: {}, timeoutMs: 1_000, successStatus: { min: 200, max: 299 } },
+    payload: { n: 1 },
+    policies: DEFAULT_POLICIES,
+    labels: {},
+  };
+}
+
+describe('schedule store', () => {
+  let db: TestDatabase;
+  let jobs: JobRepository;
+  let fires: FireRepository;
+  let leases: ShardLeaseRepository;
+  let runs: RunRepository;
+
+  beforeAll(async () => {
+    db = await testDatabase('store');
+    jobs = new JobRepository(db.pool);
+    fires = new FireRepository(db.pool);
+    leases = new ShardLeaseRepository(db.pool);
+    runs = new RunRepository(db.pool);
+  });
+  afterAll(async () => db.close());
+
+  it('applies migrations once even when several processes migrate at the same time', async () => {
+    const pools = [1, 2, 3].map(() => createPool(db.iso.databaseUrl, { max: 1 }));
+    try {
+      const applied = await Promise.all(pools.map((p) => migrate(p)));
+      expect(applied.flat()).toEqual([]); // already migrated by testDatabase: nothing re-applied
+      const { rows } = await db.pool.query<{ n: string }>('SELECT count(*) AS n FROM schema_migrations');
+      expect(Number(rows[0]!.n)).toBeGreaterThanOrEqual(1);
+    } finally {
+      await Promise.all(pools.map((p) => p.end()));
+    }
+  });
+
+  it('lets exactly one of many concurrent claimers win each due job', async () => {
+    const ids = Array.from({ length: 200 }, (_, i) => `race-${i}`);
+    for (const id of ids) await jobs.insertJob({ definition: definition(id), shard: 0, next: dueAt(new Date(Date.now() - 1_000)) });
+    // Five claimers share the lease of shard 0 (same owner and epoch), racing on the same rows.
+    const [lease] = await leases.acquire([0], 'racer', 30_000);
+    const results = await Promise.all(
+      Array.from({ length: 5 }, () => fires.claimDueJobs({ owner: 'racer', shards: [lease!], limit: 100, lookaheadMs: 0 }, fireOnce)),
+    );
+    let more = await fires.claimDueJobs({ owner: 'racer', shards: [lease!], limit: 1000, lookaheadMs: 0 }, fireOnce);
+    const claimed = [...results.flatMap((r) => r.fires), ...more.fires].map((f) => f.event.jobId).filter((id) => id.startsWith('race-'));
+    expect(claimed.sort()).toEqual([...ids].sort());
+    expect(new Set(claimed).size).toBe(ids.length);
+    more = await fires.claimDueJobs({ owner: 'racer', shards: [lease!], limit: 1000, lookaheadMs: 0 }, fireOnce);
+    expect(more.fires).toHaveLength(0);
+    const { rows } = await db.pool.query<{ status: string; fence_token: string }>(
+      `SELECT DISTINCT status, fence_token FROM jobs WHERE job_id LIKE 'race-%'`,
+    );
+    expect(rows).toEqual([{ status: 'COMPLETED', fence_token: 1 }]);
+  });
+
+  it('fences out a claimer whose shard was taken over (epoch bump)', async () => {
+    await jobs.insertJob({ definition: definition('fenced-1'), shard: 1, next: dueAt(new Date(Date.now() - 1_000)) });
+    const [old] = await leases.acquire([1], 'old-owner', 30_000);
+    const [taken] = await leases.acquire([1], 'new-owner', 30_000);
+    expect(taken!.epoch).toBe(old!.epoch + 1);
+    const stale = await fires.claimDueJobs({ owner: 'old-owner', shards: [old!], limit: 10, lookaheadMs: 0 }, fireOnce);
+    expect(stale.fencedOut).toEqual([1]);
+    expect(stale.fires).toHaveLength(0);
+    expect(await leases.renew([old!], 'old-owner', 30_000)).toEqual([]);
+    const fresh = await fires.claimDueJobs({ owner: 'new-owner', shards: [taken!], limit: 10, lookaheadMs: 0 }, fireOnce);
+    expect(fresh.fires.map((f) => f.event.jobId)).toEqual(['fenced-1']);
+  });
+
+  it('a takeover waits for an in-flight claim holding the lease row, then fences it out', async () => {
+    const [old] = await leases.acquire([2], 'a', 30_000);
+    // An in-flight claim of "a": its transaction holds the lease row FOR SHARE.
+    const holder = await db.pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`SELECT shard FROM shard_leases WHERE shard = 2 AND owner = 'a' FOR SHARE`);
+      let taken = false;
+      const takeover = leases.acquire([2], 'b', 30_000).then((r) => {
+        taken = true;
+        return r;
+      });
+      // The takeover is seen blocked on the lock in pg_stat_activity, not merely slow.
+      await eventually('the takeover to wait on the lease row lock', async () => {
+        const { rows } = await db.pool.query<{ n: string }>(
+          `SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO shard_leases%'`,
+        );
+        return Number(rows[0]!.n) > 0 ? true : undefined;
+      });
+      expect(taken).toBe(false);
+      await holder.query('COMMIT');
+      const [b] = await takeover;
+      expect(b!.epoch).toBe(old!.epoch + 1);
+    } finally {
+      holder.release();
+    }
+    const after = await fires.claimDueJobs({ owner: 'a', shards: [old!], limit: 10, lookaheadMs: 0 }, fireOnce);
+    expect(after.fencedOut).toEqual([2]);
+  });
+
+  it('keeps claimed fires in the outbox until they are marked enqueued, and hands them to the next owner', async () => {
+    await jobs.insertJob({ definition: definition('outbox-1'), shard: 3, next: dueAt(new Date(Date.now() - 1_000)) });
+    const [mine] = await leases.acquire([3], 'crashy', 30_000);
+    const claim = await fires.claimDueJobs({ owner: 'crashy', shards: [mine!], limit: 10, lookaheadMs: 0 }, fireOnce);
+    expect(claim.fires).toHaveLength(1);
+    // "crashy" dies before publishing. The next owner finds the fire in the outbox.
+    const [next] = await leases.acquire([3], 'heir', 30_000);
+    const pending = await fires.pendingFires({ owner: 'heir', shards: [next!], minAgeMs: 0, limit: 10 });
+    expect(pending.map((p) => [p.event.jobId, p.event.fenceToken])).toEqual([['outbox-1', 1]]);
+    expect(pending[0]!.event.target).toEqual(claim.fires[0]!.event.target);
+    // A zombie cannot read the outbox of a shard it lost.
+    expect(await fires.pendingFires({ owner: 'crashy', shards: [mine!], minAgeMs: 0, limit: 10 })).toEqual([]);
+    await fires.markEnqueued([{ jobId: 'outbox-1', fenceToken: 1 }]);
+    expect(await fires.pendingFires({ owner: 'heir', shards: [next!], minAgeMs: 0, limit: 10 })).toEqual([]);
+  });
+
+  it('refuses a second claim of the same occurrence (unique job_id + nominal_time)', async () => {
+    await jobs.insertJob({ definition: definition('dup-occ'), shard: 4, next: dueAt(new Date('2026-01-01T00:00:00Z')) });
+    const [l] = await leases.acquire([4], 'x', 30_000);
+    const sameOccurrenceForever: ClaimPlanner = (job) => ({
+      fires: [{ nominalTime: new Date('2026-01-01T00:00:00Z'), scheduledFor: new Date('2026-01-01T00:00:00Z') }],
+      skips: [],
+      next: dueAt(job.nextNominalAt!),
+    });
+    await fires.claimDueJobs({ owner: 'x', shards: [l!], limit: 10, lookaheadMs: 0 }, sameOccurrenceForever);
+    await expect(fires.claimDueJobs({ owner: 'x', shards: [l!], limit: 10, lookaheadMs: 0 }, sameOccurrenceForever)).rejects.toThrow(
+      /fires_occurrence_uq/,
+    );
+  });
+
+  describe('run ledger', () => {
+    const fire: FireEvent = {
+      jobId: 'ledger-1',
+      tenantId: 'acme',
+      fenceToken: 7,
+      fireId: 'ledger-1:7',
+      scheduledFor: new Date(),
+      nominalTime: new Date(),
+      attempt: 1,
+      target: { type: 'kafka', topic: 't', key: null, headers: {} },
+      payload: null,
+    };
+
+    it('runs a fire once: a second delivery is skipped while running and after success', async () => {
+      const first = await runs.beginRun(fire, 'exec-a', 30_000);
+      expect(first.action).toBe('execute');
+      expect(await runs.beginRun(fire, 'exec-b', 30_000)).toMatchObject({ action: 'skip', reason: 'LEASE_HELD' });
+      if (first.action !== 'execute') throw new Error('unreachable');
+      expect(await runs.completeRun(fire, first.leaseToken, { status: 'SUCCEEDED', httpStatus: 200, error: null })).toBe(true);
+      expect(await runs.beginRun(fire, 'exec-b', 30_000)).toMatchObject({ action: 'skip', reason: 'ALREADY_FINAL', status: 'SUCCEEDED' });
+    });
+
+    it('takes over an expired lease and rejects the old holder’s late writes', async () => {
+      const f2 = { ...fire, fenceToken: 8, fireId: 'ledger-1:8' };
+      const a = await runs.beginRun(f2, 'exec-a', 1_000);
+      if (a.action !== 'execute') throw new Error('expected execute');
+      await db.pool.query(`UPDATE job_runs SET lease_expires_at = now() - interval '1 second' WHERE job_id = $1 AND fence_token = 8`, [f2.jobId]);
+      const b = await runs.beginRun(f2, 'exec-b', 30_000);
+      expect(b).toMatchObject({ action: 'execute', takenOver: true });
+      expect(await runs.heartbeat(f2, a.leaseToken, 30_000)).toBe(false);
+      expect(await runs.completeRun(f2, a.leaseToken, { status: 'SUCCEEDED', httpStatus: 200, error: null })).toBe(false);
+      if (b.action !== 'execute') throw new Error('expected execute');
+      expect(await runs.completeRun(f2, b.leaseToken, { status: 'DEAD_LETTERED', httpStatus: 400, error: 'HTTP 400' })).toBe(true);
+      expect((await runs.findRun(f2))?.status).toBe('DEAD_LETTERED');
+    });
+  });
+});
