@@ -7,7 +7,7 @@ import { DEFAULT_POLICIES, type FireEvent, type JobDefinition } from '@tickwork/
 import { testDatabase, type TestDatabase } from '../support/db';
 import { eventually } from '../support/env';
 
-const fireOnce: ClaimPlanner = (job, _now) => ({ fires: [{ nominalTime: job.nextNominalAt!, scheduledFor: job.nextRunAt! }], skips: [], next: null });
+const fireOnce: ClaimPlanner = ({ job }, _now) => ({ fires: [{ nominalTime: job.nextNominalAt!, scheduledFor: job.nextRunAt! }], skips: [], next: null });
 const dueAt = (d: Date) => ({ nominalTime: d, scheduledFor: d });
 
 function definition(jobId: string, tenantId = 'acme'): JobDefinition {
@@ -19,6 +19,20 @@ function definition(jobId: string, tenantId = 'acme'): JobDefinition {
     payload: { n: 1 },
     policies: DEFAULT_POLICIES,
     labels: {},
+  };
+}
+
+function ledgerFire(jobId: string, fenceToken: number): FireEvent {
+  return {
+    jobId,
+    tenantId: 'acme',
+    fenceToken,
+    fireId: `${jobId}:${fenceToken}`,
+    scheduledFor: new Date(),
+    nominalTime: new Date(),
+    attempt: 1,
+    target: { type: 'kafka', topic: 't', key: null, headers: {} },
+    payload: null,
   };
 }
 
@@ -132,7 +146,7 @@ describe('schedule store', () => {
   it('refuses a second claim of the same occurrence (unique job_id + nominal_time)', async () => {
     await jobs.insertJob({ definition: definition('dup-occ'), shard: 4, next: dueAt(new Date('2026-01-01T00:00:00Z')) });
     const [l] = await leases.acquire([4], 'x', 30_000);
-    const sameOccurrenceForever: ClaimPlanner = (job) => ({
+    const sameOccurrenceForever: ClaimPlanner = ({ job }) => ({
       fires: [{ nominalTime: new Date('2026-01-01T00:00:00Z'), scheduledFor: new Date('2026-01-01T00:00:00Z') }],
       skips: [],
       next: dueAt(job.nextNominalAt!),
@@ -141,6 +155,47 @@ describe('schedule store', () => {
     await expect(fires.claimDueJobs({ owner: 'x', shards: [l!], limit: 10, lookaheadMs: 0 }, sameOccurrenceForever)).rejects.toThrow(
       /fires_occurrence_uq/,
     );
+  });
+
+  it('claims fairly across tenants: a tenant with a big backlog cannot starve a small one', async () => {
+    const past = new Date(Date.now() - 60_000);
+    for (let i = 0; i < 300; i++) await jobs.insertJob({ definition: definition(`fair-big-${i}`, 'big'), shard: 5, next: dueAt(past) });
+    // The small tenant's jobs are due later than every one of the big tenant's.
+    for (let i = 0; i < 5; i++) await jobs.insertJob({ definition: definition(`fair-small-${i}`, 'small'), shard: 5, next: dueAt(new Date(Date.now() - 1_000)) });
+    const [l] = await leases.acquire([5], 'fair', 30_000);
+    const even = (tenants: readonly string[]) => new Map(tenants.map((t) => [t, Math.ceil(20 / tenants.length)]));
+    const first = await fires.claimDueJobs({ owner: 'fair', shards: [l!], limit: 20, lookaheadMs: 0, tenantCaps: even }, fireOnce);
+    const byTenant = (r: typeof first) => r.fires.reduce<Record<string, number>>((m, f) => ({ ...m, [f.event.tenantId]: (m[f.event.tenantId] ?? 0) + 1 }), {});
+    expect(byTenant(first)).toEqual({ big: 10, small: 5 });
+    expect(first.saturated).toBe(true);
+    // A rate-capped tenant gets only its cap; the rest stay due, nothing is dropped.
+    const capped = await fires.claimDueJobs(
+      { owner: 'fair', shards: [l!], limit: 20, lookaheadMs: 0, tenantCaps: (ts) => new Map(ts.map((t) => [t, t === 'big' ? 3 : 20])) },
+      fireOnce,
+    );
+    expect(byTenant(capped)).toEqual({ big: 3 });
+    const { rows } = await db.pool.query<{ n: string }>(`SELECT count(*) AS n FROM jobs WHERE tenant_id = 'big' AND status = 'SCHEDULED'`);
+    expect(Number(rows[0]!.n)).toBe(300 - 13);
+  });
+
+  it('reports whether an overlap FORBID job still has its previous fire in flight', async () => {
+    const def = { ...definition('forbid-1'), policies: { ...DEFAULT_POLICIES, overlap: 'FORBID' as const } };
+    await jobs.insertJob({ definition: def, shard: 6, next: dueAt(new Date(Date.now() - 1_000)) });
+    const [l] = await leases.acquire([6], 'ov', 30_000);
+    const seen: boolean[] = [];
+    const again: ClaimPlanner = (due) => {
+      seen.push(due.previousFireInFlight);
+      return { fires: [{ nominalTime: due.job.nextNominalAt!, scheduledFor: due.job.nextRunAt! }], skips: [], next: dueAt(new Date(due.job.nextNominalAt!.getTime() + 1)) };
+    };
+    await fires.claimDueJobs({ owner: 'ov', shards: [l!], limit: 10, lookaheadMs: 0 }, again);
+    // Fire 1 was claimed and no run has finished it: in flight.
+    await fires.claimDueJobs({ owner: 'ov', shards: [l!], limit: 10, lookaheadMs: 0 }, again);
+    // The executor finishes fire 2: no longer in flight.
+    const start = await runs.beginRun({ ...ledgerFire('forbid-1', 2) }, 'exec', 30_000);
+    if (start.action !== 'execute') throw new Error('expected execute');
+    await runs.completeRun({ jobId: 'forbid-1', fenceToken: 2 }, start.leaseToken, { status: 'SUCCEEDED', httpStatus: 200, error: null });
+    await fires.claimDueJobs({ owner: 'ov', shards: [l!], limit: 10, lookaheadMs: 0 }, again);
+    expect(seen).toEqual([false, true, false]);
   });
 
   describe('run ledger', () => {

@@ -4,7 +4,7 @@
  */
 import { Injectable, Logger, type BeforeApplicationShutdown, type OnApplicationBootstrap } from '@nestjs/common';
 import type { TickworkConfig } from '@tickwork/config';
-import { planDueOccurrences, type ShardEpoch } from '@tickwork/domain';
+import { planDueOccurrences, TenantTokenBuckets, type ShardEpoch } from '@tickwork/domain';
 import type { MessageConsumer, MessageProducer, InboundBatch } from '@tickwork/messaging';
 import { openMessaging, type Messaging } from '@tickwork/runtime';
 import { FireLoop, FirePublisher, ShardOwnership } from '@tickwork/scheduling';
@@ -51,7 +51,8 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
     const fires = new FireRepository(this.pool);
     const publisher = new FirePublisher(this.producer, this.messaging.codecs, c.topics.fires);
     const planOptions = { maxCatchUp: c.scheduler.maxCatchUp, herdJitterMs: c.scheduler.herdJitterMs };
-    const planner: ClaimPlanner = (job, now) => planDueOccurrences(job, job.nextNominalAt ?? now, now, planOptions);
+    const planner: ClaimPlanner = ({ job, previousFireInFlight }, now) =>
+      planDueOccurrences(job, job.nextNominalAt ?? now, now, planOptions, previousFireInFlight);
     this.loop = new FireLoop(
       fires,
       this.ownership,
@@ -63,8 +64,10 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
         batchSize: c.scheduler.claimBatchSize,
         lookaheadMs: c.scheduler.lookaheadMs,
         relayAgeMs: c.scheduler.outboxRelayAgeMs,
+        ...(c.scheduler.tenantMaxFiresPerSec > 0 ? { buckets: this.tenantBuckets(c.scheduler.tenantMaxFiresPerSec) } : {}),
       },
       {
+        onDeferred: (tenants) => this.log.debug(`rate cap deferred due fires of tenants [${tenants.join(', ')}]`),
         onFencedOut: (shards) => this.log.warn(`claim fenced out of shards [${shards.join(', ')}]`),
         onEnqueued: (f, relayed) => relayed && this.log.log(`re-enqueued ${f.length} orphaned fires from the outbox`),
         onError: (e) => this.log.error(`fire loop: ${e.message}`),
@@ -73,6 +76,15 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
     await this.joinGroup();
     this.loop.start();
     this.log.log(`scheduler ${c.instanceId} started (group ${c.scheduler.groupId}, ${c.shardCount} shards)`);
+  }
+
+  /** Each instance enforces its share of a tenant's cluster-wide rate: the fraction of shards it holds. */
+  private tenantBuckets(clusterRate: number): TenantTokenBuckets {
+    return new TenantTokenBuckets(() => {
+      const share = (this.ownership?.claimable().length ?? 0) / this.config.shardCount;
+      const ratePerSec = Math.max(1, clusterRate * share);
+      return { ratePerSec, burst: ratePerSec };
+    });
   }
 
   private async joinGroup(): Promise<void> {

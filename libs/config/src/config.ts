@@ -39,6 +39,8 @@ export interface TickworkConfig {
     readonly outboxRelayAgeMs: number;
     readonly maxCatchUp: number;
     readonly herdJitterMs: number;
+    /** Default cap on each tenant's fires per second across the cluster; 0 = none. */
+    readonly tenantMaxFiresPerSec: number;
   };
   readonly executor: {
     readonly groupId: string;
@@ -107,6 +109,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       outboxRelayAgeMs: r.int('TICKWORK_OUTBOX_RELAY_AGE_MS', 5_000, 0, 600_000),
       maxCatchUp: r.int('TICKWORK_MAX_CATCH_UP', 100, 1, 100_000),
       herdJitterMs: r.int('TICKWORK_HERD_JITTER_MS', 0, 0, 3_600_000),
+      tenantMaxFiresPerSec: r.int('TICKWORK_TENANT_MAX_FIRES_PER_SEC', 0, 0, 10_000_000),
     },
     executor: {
       groupId: r.string('TICKWORK_EXECUTOR_GROUP', `${prefix}.executor`),

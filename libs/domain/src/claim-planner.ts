@@ -35,8 +35,17 @@ export function occurrenceAt(jobId: string, schedule: Schedule, jitterMs: number
   return { nominalTime: nominal, scheduledFor: jitteredFireTime(jobId, nominal, window) };
 }
 
-/** Plans a due job claimed at database time `now`; its due occurrence is `nominal`. */
-export function planDueOccurrences(job: Job, nominal: Date, now: Date, opts: ClaimPlanOptions): DueOccurrencePlan {
+/**
+ * Plans a due job claimed at database time `now`; its due occurrence is `nominal`. With overlap
+ * FORBID and the previous fire still in flight, the due occurrences are skipped ('OVERLAP').
+ */
+export function planDueOccurrences(
+  job: Job,
+  nominal: Date,
+  now: Date,
+  opts: ClaimPlanOptions,
+  previousFireInFlight = false,
+): DueOccurrencePlan {
   const plan = planMisfire(job.schedule, nominal, now, job.firesCount, {
     misfire: job.policies.misfire,
     catchUpWindowMs: job.policies.catchUpWindowMs,
@@ -44,9 +53,17 @@ export function planDueOccurrences(job: Job, nominal: Date, now: Date, opts: Cla
     lateToleranceMs: opts.lateToleranceMs ?? DEFAULT_LATE_TOLERANCE_MS,
   });
   const at = (d: Date) => occurrenceAt(job.jobId, job.schedule, job.policies.jitterMs, d, opts.herdJitterMs);
+  const skips = plan.skipped.map((s) => ({ reason: s.reason as string, firstNominal: s.firstNominal, lastNominal: s.lastNominal, occurrences: s.count }));
+  if (job.policies.overlap === 'FORBID' && previousFireInFlight && plan.fires.length > 0) {
+    const first = plan.fires[0]!.nominal;
+    const last = plan.fires[plan.fires.length - 1]!.nominal;
+    skips.push({ reason: 'OVERLAP', firstNominal: first, lastNominal: last, occurrences: plan.fires.length });
+    // The schedule moves past them as a misfire SKIP would; they do not count as fires.
+    return { fires: [], skips, next: plan.nextRunAt ? at(plan.nextRunAt) : null };
+  }
   return {
     fires: plan.fires.map((f) => at(f.nominal)),
-    skips: plan.skipped.map((s) => ({ reason: s.reason, firstNominal: s.firstNominal, lastNominal: s.lastNominal, occurrences: s.count })),
+    skips,
     next: plan.nextRunAt ? at(plan.nextRunAt) : null,
   };
 }

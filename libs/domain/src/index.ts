@@ -10,3 +10,4 @@ export * from './validation';
 export * from './job-wire';
 export * from './schedule';
 export * from './claim-planner';
+export * from './quota';

@@ -3,7 +3,7 @@
  * outbox + advance commit together), publish the fires, then mark them enqueued. A crash
  * between commit and publish leaves outbox rows that the shard's next owner re-publishes.
  */
-import type { FireKey } from '@tickwork/domain';
+import { fairShares, type FireKey, type TenantTokenBuckets } from '@tickwork/domain';
 import type { ClaimPlanner, ClaimedFire, FireRepository } from '@tickwork/store';
 import type { FirePublisher } from './fire-publisher';
 import type { ShardOwnership } from './shard-ownership';
@@ -15,12 +15,16 @@ export interface FireLoopOptions {
   readonly lookaheadMs: number;
   /** Outbox rows older than this are assumed orphaned by a dead claimer and re-published. */
   readonly relayAgeMs: number;
+  /** Per-tenant fire-rate caps (this instance's share); absent = no caps. */
+  readonly buckets?: TenantTokenBuckets;
 }
 
 export interface FireLoopEvents {
   onClaimed?(fires: readonly ClaimedFire[], skipped: number, dbNow: Date): void;
   onEnqueued?(fires: readonly ClaimedFire[], relayed: boolean): void;
   onFencedOut?(shards: readonly number[]): void;
+  /** Tenants whose rate cap held back due work this tick. */
+  onDeferred?(tenantIds: readonly string[]): void;
   onError?(error: Error): void;
 }
 
@@ -75,14 +79,29 @@ export class FireLoop {
       const orphaned = await this.fires.pendingFires({ owner: this.opts.owner, shards, minAgeMs: this.opts.relayAgeMs, limit: this.opts.batchSize });
       if (orphaned.length > 0) await this.enqueue(orphaned, true);
     }
+    const buckets = this.opts.buckets;
+    const deferred: string[] = [];
+    const tenantCaps = (tenants: readonly string[]) => {
+      const nowMs = Date.now();
+      const shares = fairShares(tenants, this.opts.batchSize, (t) => buckets?.available(t, nowMs) ?? Number.POSITIVE_INFINITY);
+      for (const s of shares) if (s.deferredByQuota) deferred.push(s.tenantId);
+      return new Map(shares.map((s) => [s.tenantId, s.cap]));
+    };
     const result = await this.fires.claimDueJobs(
-      { owner: this.opts.owner, shards, limit: this.opts.batchSize, lookaheadMs: this.opts.lookaheadMs },
+      { owner: this.opts.owner, shards, limit: this.opts.batchSize, lookaheadMs: this.opts.lookaheadMs, tenantCaps },
       this.planner,
     );
+    if (buckets && result.fires.length > 0) {
+      const perTenant = new Map<string, number>();
+      for (const f of result.fires) perTenant.set(f.event.tenantId, (perTenant.get(f.event.tenantId) ?? 0) + 1);
+      const nowMs = Date.now();
+      for (const [t, n] of perTenant) buckets.consume(t, n, nowMs);
+    }
+    if (deferred.length > 0) this.events.onDeferred?.(deferred);
     if (result.fencedOut.length > 0) this.events.onFencedOut?.(result.fencedOut);
     if (result.fires.length > 0 || result.skipped > 0) this.events.onClaimed?.(result.fires, result.skipped, result.now);
     if (result.fires.length > 0) await this.enqueue(result.fires, false);
-    return result.scanned;
+    return result.saturated ? this.opts.batchSize : result.scanned;
   }
 
   private async enqueue(fires: readonly ClaimedFire[], relayed: boolean): Promise<void> {

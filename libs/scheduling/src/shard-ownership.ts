@@ -16,6 +16,9 @@ export interface OwnershipEvents {
 export class ShardOwnership {
   private held: ShardEpoch[] = [];
   private suspended = true;
+  private stopped = false;
+  /** Bumped by every assignment, so a retrying takeover yields to a newer one. */
+  private generation = 0;
   private renewTimer: NodeJS.Timeout | undefined;
   private transition: Promise<void> = Promise.resolve();
 
@@ -52,7 +55,28 @@ export class ShardOwnership {
   /** Kafka assigned these shards: acquire new ones, keep the ones still held, release the rest. */
   assign(shards: readonly number[]): Promise<void> {
     this.suspended = true;
+    const generation = ++this.generation;
     return this.serialize(async () => {
+      // A frozen previous owner may hold a lease row lock until PostgreSQL's timeouts end its
+      // transaction: keep trying until the takeover succeeds or a newer assignment replaces this one.
+      for (let attempt = 1; ; attempt++) {
+        if (generation !== this.generation || this.stopped) return;
+        try {
+          await this.takeAssignment(shards);
+          return;
+        } catch (e) {
+          this.events.onError?.(
+            new Error(
+              `taking shards [${shards.join(', ')}] failed (attempt ${attempt}): ${(e as Error).message}`,
+            ),
+          );
+          await new Promise((r) => setTimeout(r, Math.min(5_000, 250 * attempt)));
+        }
+      }
+    });
+  }
+
+  private async takeAssignment(shards: readonly number[]): Promise<void> {
       const keep = this.held.filter((h) => shards.includes(h.shard));
       const drop = this.held.filter((h) => !shards.includes(h.shard));
       await this.leases.release(drop, this.owner);
@@ -64,13 +88,14 @@ export class ShardOwnership {
       this.held = [...stillHeld, ...acquired].sort((a, b) => a.shard - b.shard);
       this.suspended = false;
       this.events.onChange?.(this.held);
-    });
   }
 
   /** Releases everything (shutdown). */
   async stop(): Promise<void> {
     if (this.renewTimer) clearInterval(this.renewTimer);
     this.suspended = true;
+    this.stopped = true;
+    this.generation++;
     await this.serialize(async () => {
       await this.leases.release(this.held, this.owner);
       this.held = [];

@@ -4,6 +4,7 @@ export { JobRepository, JobAlreadyExistsError, type NewJob } from './repositorie
 export {
   FireRepository,
   type ClaimPlanner,
+  type DueJob,
   type ClaimRequest,
   type ClaimResult,
   type ClaimedFire,

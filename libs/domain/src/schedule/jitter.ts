@@ -7,15 +7,16 @@
 import { compileCron } from './cron-expression';
 import type { Schedule } from './schedule';
 
+const { floor, imul, min, max } = Math;
 const MINUTE_MS = 60_000;
 const TWO_POW_32 = 4_294_967_296;
 
 /** Deterministic offset in [0, windowMs) for this job's occurrence at `nominal`; 0 when windowMs < 1. */
 export function jitterOffsetMs(jobId: string, nominal: Date, windowMs: number): number {
-  const window = Math.floor(windowMs);
+  const window = floor(windowMs);
   if (!(window >= 1)) return 0;
   // Multiply-shift (not modulo) keeps the result uniform for any window below 2^32 ms (~50 days).
-  return Math.floor((occurrenceHash(jobId, nominal.getTime()) / TWO_POW_32) * window);
+  return floor((occurrenceHash(jobId, nominal.getTime()) / TWO_POW_32) * window);
 }
 
 /** The instant a jittered fire runs: nominal + jitterOffsetMs. */
@@ -33,7 +34,7 @@ export function defaultHerdWindowMs(schedule: Schedule, nominal: Date, clusterDe
   if (schedule.kind === 'once' || clusterDefaultMs <= 0) return 0;
   if (nominal.getTime() % MINUTE_MS !== 0) return 0;
   const spacing = schedule.kind === 'interval' ? schedule.everyMs : compileCron(schedule.expression).minimumSpacingMs();
-  return Math.max(0, Math.min(Math.floor(clusterDefaultMs), Math.floor(spacing / 2)));
+  return max(0, min(floor(clusterDefaultMs), floor(spacing / 2)));
 }
 
 /** FNV-1a over the UTF-16 code units of `${jobId}|${nominalMs}`, then murmur3's finalizer to spread the bits. */
@@ -42,12 +43,12 @@ function occurrenceHash(jobId: string, nominalMs: number): number {
   const key = `${jobId}|${nominalMs}`;
   for (let i = 0; i < key.length; i++) {
     hash ^= key.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193);
+    hash = imul(hash, 0x01000193);
   }
   hash ^= hash >>> 16;
-  hash = Math.imul(hash, 0x85ebca6b);
+  hash = imul(hash, 0x85ebca6b);
   hash ^= hash >>> 13;
-  hash = Math.imul(hash, 0xc2b2ae35);
+  hash = imul(hash, 0xc2b2ae35);
   hash ^= hash >>> 16;
   return hash >>> 0;
 }

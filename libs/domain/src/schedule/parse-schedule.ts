@@ -51,7 +51,7 @@ const KNOWN_FIELDS: Readonly<Record<(typeof SCHEDULE_KINDS)[number], readonly st
   cron: ['kind', 'expression', 'time_zone', 'dst_gap', 'dst_repeat', 'start_at', 'end_at', 'max_fires'],
 };
 
-const ISO_HINT = 'must be an ISO-8601 timestamp with an explicit offset or Z, e.g. 2026-03-08T09:30:00Z';
+const ISO_FORMAT = 'an ISO-8601 timestamp with an explicit offset or Z, e.g. 2026-03-08T09:30:00Z';
 
 /**
  * Validates a raw schedule. Cron: a seconds field is allowed as long as the densest spacing of the
@@ -89,11 +89,11 @@ export function parseSchedule(raw: unknown, options: ScheduleParseOptions, path 
   const instant = (field: string, required: boolean): Date | undefined => {
     const value = body[field];
     if (value === undefined || value === null) {
-      if (required) fail(field, `is required; ${ISO_HINT.replace('must be ', 'an ')}`);
+      if (required) fail(field, `is required; ${ISO_FORMAT}`);
       return undefined;
     }
     const parsed = typeof value === 'string' ? parseIsoInstant(value) : undefined;
-    if (parsed === undefined) fail(field, `${ISO_HINT}; got ${JSON.stringify(value)}`);
+    if (parsed === undefined) fail(field, `must be ${ISO_FORMAT}; got ${JSON.stringify(value)}`);
     return parsed;
   };
 

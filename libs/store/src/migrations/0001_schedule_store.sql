@@ -28,9 +28,10 @@ CREATE TABLE jobs (
   CHECK (status <> 'SCHEDULED' OR (next_run_at IS NOT NULL AND next_nominal_at IS NOT NULL))
 );
 
--- The due-scan: only SCHEDULED rows are in it, so its size follows the live schedule, and a
--- scan of one shard up to now touches only due rows.
-CREATE INDEX jobs_due_idx ON jobs (shard, next_run_at) WHERE status = 'SCHEDULED';
+-- The due-scan: only SCHEDULED rows are in it, so its size follows the live schedule. Keyed by
+-- (shard, tenant, next_run_at) so the scan can walk the tenants of a shard (a loose index scan)
+-- and take a fair share of each tenant's due rows; within a tenant it touches only due rows.
+CREATE INDEX jobs_due_idx ON jobs (shard, tenant_id, next_run_at) WHERE status = 'SCHEDULED';
 CREATE INDEX jobs_tenant_idx ON jobs (tenant_id, job_id);
 
 -- One row per claimed occurrence. The primary key is the fire's identity; the unique

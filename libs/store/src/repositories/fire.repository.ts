@@ -17,14 +17,23 @@ import {
 import { inTransaction } from '../database';
 import { JOB_COLUMNS, jobFromRow, type JobRow } from './rows';
 
+/** A due job as the claim sees it: the job, and whether its previous fire is still in flight. */
+export interface DueJob {
+  readonly job: Job;
+  /** Only computed for overlap FORBID jobs: the latest fire has not reached a final state. */
+  readonly previousFireInFlight: boolean;
+}
+
 /** Plans one due job at database time `now` (pure; the domain's planDueOccurrences). */
-export type ClaimPlanner = (job: Job, now: Date) => DueOccurrencePlan;
+export type ClaimPlanner = (due: DueJob, now: Date) => DueOccurrencePlan;
 
 export interface ClaimRequest {
   readonly owner: string;
   readonly shards: readonly ShardEpoch[];
   readonly limit: number;
   readonly lookaheadMs: number;
+  /** Per-tenant caps for this batch, given the tenants with due work (fairness and quotas). */
+  readonly tenantCaps?: (tenantIds: readonly string[]) => ReadonlyMap<string, number>;
 }
 
 export interface ClaimResult {
@@ -35,6 +44,8 @@ export interface ClaimResult {
   readonly fires: readonly ClaimedFire[];
   readonly skipped: number;
   readonly scanned: number;
+  /** Some tenant filled its cap: more may be due right now. */
+  readonly saturated: boolean;
 }
 
 export interface ClaimedFire {
@@ -68,19 +79,73 @@ export class FireRepository {
       const held = leases.rows.map((r) => r.shard);
       const fencedOut = req.shards.map((s) => s.shard).filter((s) => !held.includes(s));
       const now = leases.rows[0]?.db_now ?? (await client.query<{ now: Date }>('SELECT now()')).rows[0]!.now;
-      if (held.length === 0) return { now, fencedOut, fires: [], skipped: 0, scanned: 0 };
+      const idle = { now, fencedOut, fires: [], skipped: 0, scanned: 0, saturated: false };
+      if (held.length === 0) return idle;
 
-      const due = await client.query<JobRow>(
-        `SELECT ${JOB_COLUMNS} FROM jobs
-          WHERE shard = ANY($1::int[]) AND status = 'SCHEDULED'
-            AND next_run_at <= now() + make_interval(secs => $2::double precision / 1000)
-          ORDER BY next_run_at
-          LIMIT $3
-          FOR UPDATE SKIP LOCKED`,
-        [held, req.lookaheadMs, req.limit],
+      // Which tenants have due work in the held shards: a loose index scan over the tenants of
+      // each shard (one index probe per tenant), then one probe each for a due row.
+      const tenants = await client.query<{ shard: number; tenant_id: string }>(
+        `WITH RECURSIVE t(shard, tenant_id) AS (
+           SELECT s, (SELECT tenant_id FROM jobs WHERE shard = s AND status = 'SCHEDULED' ORDER BY tenant_id LIMIT 1)
+             FROM unnest($1::int[]) AS s
+           UNION ALL
+           SELECT t.shard, (SELECT j.tenant_id FROM jobs j
+                             WHERE j.shard = t.shard AND j.status = 'SCHEDULED' AND j.tenant_id > t.tenant_id
+                             ORDER BY j.tenant_id LIMIT 1)
+             FROM t WHERE t.tenant_id IS NOT NULL
+         )
+         SELECT t.shard, t.tenant_id FROM t
+          WHERE t.tenant_id IS NOT NULL
+            AND EXISTS (SELECT 1 FROM jobs j
+                         WHERE j.shard = t.shard AND j.tenant_id = t.tenant_id AND j.status = 'SCHEDULED'
+                           AND j.next_run_at <= now() + make_interval(secs => $2::double precision / 1000))`,
+        [held, req.lookaheadMs],
       );
-      if (due.rows.length === 0) return { now, fencedOut, fires: [], skipped: 0, scanned: 0 };
-      return this.applyPlans(client, req.owner, now, fencedOut, due.rows.map(jobFromRow), plan);
+      if (tenants.rows.length === 0) return idle;
+
+      const tenantIds = [...new Set(tenants.rows.map((r) => r.tenant_id))];
+      const caps = req.tenantCaps?.(tenantIds) ?? new Map(tenantIds.map((t) => [t, req.limit]));
+      // A tenant's cap is spread over the shards where it has due work.
+      const shardsPerTenant = new Map<string, number>();
+      for (const r of tenants.rows) shardsPerTenant.set(r.tenant_id, (shardsPerTenant.get(r.tenant_id) ?? 0) + 1);
+      const q = { shard: [] as number[], tenant: [] as string[], cap: [] as number[] };
+      for (const r of tenants.rows) {
+        const cap = Math.ceil((caps.get(r.tenant_id) ?? 0) / shardsPerTenant.get(r.tenant_id)!);
+        if (cap <= 0) continue;
+        q.shard.push(r.shard);
+        q.tenant.push(r.tenant_id);
+        q.cap.push(cap);
+      }
+      if (q.shard.length === 0) return { ...idle, saturated: false };
+
+      const due = await client.query<JobRow & { in_flight: boolean; slot: number }>(
+        `SELECT d.*, q.cap AS slot
+           FROM unnest($1::int[], $2::text[], $3::int[]) AS q(shard, tenant_id, cap)
+           CROSS JOIN LATERAL (
+             SELECT ${JOB_COLUMNS.split(', ').map((c) => `j.${c}`).join(', ')},
+                    (j.policies->>'overlap' = 'FORBID' AND EXISTS (
+                      SELECT 1 FROM fires f
+                        LEFT JOIN job_runs r ON r.job_id = f.job_id AND r.fence_token = f.fence_token
+                       WHERE f.job_id = j.job_id AND f.fence_token = j.fence_token
+                         AND (   (r.status IS NULL AND f.claimed_at > now() - make_interval(secs => coalesce((j.policies->'retry'->>'max_event_age_ms')::double precision, 86400000) / 1000))
+                              OR (r.status = 'RUNNING' AND r.lease_expires_at > now())
+                              OR r.status = 'RETRYING'))) AS in_flight
+               FROM jobs j
+              WHERE j.shard = q.shard AND j.tenant_id = q.tenant_id AND j.status = 'SCHEDULED'
+                AND j.next_run_at <= now() + make_interval(secs => $4::double precision / 1000)
+              ORDER BY j.next_run_at
+              LIMIT q.cap
+              FOR UPDATE OF j SKIP LOCKED
+           ) d`,
+        [q.shard, q.tenant, q.cap, req.lookaheadMs],
+      );
+      if (due.rows.length === 0) return idle;
+      const perGroup = new Map<string, number>();
+      for (const r of due.rows) perGroup.set(`${r.shard}|${r.tenant_id}`, (perGroup.get(`${r.shard}|${r.tenant_id}`) ?? 0) + 1);
+      const saturated = q.shard.some((s, i) => (perGroup.get(`${s}|${q.tenant[i]}`) ?? 0) >= q.cap[i]!);
+      const dueJobs = due.rows.map((r) => ({ job: jobFromRow(r), previousFireInFlight: r.in_flight === true }));
+      const result = await this.applyPlans(client, req.owner, now, fencedOut, dueJobs, plan);
+      return { ...result, saturated };
     });
   }
 
@@ -89,9 +154,9 @@ export class FireRepository {
     owner: string,
     now: Date,
     fencedOut: number[],
-    jobs: Job[],
+    dueJobs: DueJob[],
     plan: ClaimPlanner,
-  ): Promise<ClaimResult> {
+  ): Promise<Omit<ClaimResult, 'saturated'>> {
     const upd = { id: [] as string[], n: [] as number[], next: [] as (Date | null)[], nominal: [] as (Date | null)[], status: [] as string[] };
     const ins = {
       id: [] as string[],
@@ -106,8 +171,9 @@ export class FireRepository {
     const fires: ClaimedFire[] = [];
     let skipped = 0;
 
-    for (const job of jobs) {
-      const p = plan(job, now);
+    for (const due of dueJobs) {
+      const job = due.job;
+      const p = plan(due, now);
       upd.id.push(job.jobId);
       upd.n.push(p.fires.length);
       upd.next.push(p.next?.scheduledFor ?? null);
@@ -175,7 +241,7 @@ export class FireRepository {
         [skip.id, skip.tenant, skip.reason, skip.first, skip.last, skip.count],
       );
     }
-    return { now, fencedOut, fires, skipped, scanned: jobs.length };
+    return { now, fencedOut, fires, skipped, scanned: dueJobs.length };
   }
 
   /** Marks fires as confirmed on Kafka; they leave the outbox. */
