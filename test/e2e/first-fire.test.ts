@@ -52,10 +52,17 @@ describe('first end-to-end fire', () => {
       }),
     });
     expect(res.status).toBe(201);
-    const created = (await res.json()) as { job_id: string; shard: number; status: string; next_run_at: string };
+    const created = (await res.json()) as {
+      job_id: string;
+      shard: number;
+      status: string;
+      next_run_at: string;
+    };
     expect(created.status).toBe('SCHEDULED');
     expect(created.next_run_at).toBe(due.toISOString());
-    const stored = await db.query<{ shard: number }>('SELECT shard FROM jobs WHERE job_id = $1', [created.job_id]);
+    const stored = await db.query<{ shard: number }>('SELECT shard FROM jobs WHERE job_id = $1', [
+      created.job_id,
+    ]);
     expect(stored.rows[0]?.shard).toBe(created.shard);
 
     // The webhook is called once, not before its time.
@@ -71,7 +78,10 @@ describe('first end-to-end fire', () => {
 
     // job_runs holds one SUCCEEDED row, and the job is done.
     const runs = await eventually('a SUCCEEDED run', async () => {
-      const r = await db.query<{ status: string; fence_token: string }>('SELECT status, fence_token FROM job_runs WHERE job_id = $1', [created.job_id]);
+      const r = await db.query<{ status: string; fence_token: string }>(
+        'SELECT status, fence_token FROM job_runs WHERE job_id = $1',
+        [created.job_id],
+      );
       return r.rows.length === 1 && r.rows[0]!.status === 'SUCCEEDED' ? r.rows : undefined;
     });
     expect(runs).toEqual([{ status: 'SUCCEEDED', fence_token: '1' }]);
@@ -89,14 +99,24 @@ describe('first end-to-end fire', () => {
     // The result event is on Kafka, in the Confluent wire format, decodable through the registry.
     const tap = await TopicTap.open(`${iso.topicPrefix}.fire-results`);
     try {
-      const codecs = await EventCodecs.connect(STACK.registryUrl, { fireTopics: [], resultTopics: [`${iso.topicPrefix}.fire-results`] });
+      const codecs = await EventCodecs.connect(STACK.registryUrl, {
+        fireTopics: [],
+        resultTopics: [`${iso.topicPrefix}.fire-results`],
+      });
       const results: FireResult[] = await eventually('the fire result event', async () => {
         const decoded = await Promise.all(tap.messages.map((m) => codecs.decodeResult(m.value)));
         const mine = decoded.filter((r) => r.jobId === created.job_id);
         return mine.length > 0 ? mine : undefined;
       });
       expect(tap.messages[0]!.value![0]).toBe(0); // magic byte
-      expect(results[0]).toMatchObject({ jobId: created.job_id, tenantId: 'acme', fenceToken: 1, outcome: 'SUCCEEDED', httpStatus: 200, attempt: 1 });
+      expect(results[0]).toMatchObject({
+        jobId: created.job_id,
+        tenantId: 'acme',
+        fenceToken: 1,
+        outcome: 'SUCCEEDED',
+        httpStatus: 200,
+        attempt: 1,
+      });
     } finally {
       await tap.close();
     }
@@ -107,10 +127,20 @@ describe('first end-to-end fire', () => {
 
   it('rejects bad input with 400 naming the field, and stores nothing', async () => {
     const post = async (body: unknown) => {
-      const r = await fetch(`${api.url}/v1/jobs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-      return { status: r.status, body: (await r.json()) as { error: string; violations?: { field: string; message: string }[] } };
+      const r = await fetch(`${api.url}/v1/jobs`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      return {
+        status: r.status,
+        body: (await r.json()) as { error: string; violations?: { field: string; message: string }[] },
+      };
     };
-    const good = { schedule: { kind: 'once', at: new Date(Date.now() + 3_600_000).toISOString() }, target: { type: 'webhook', url: 'https://example.com/x' } };
+    const good = {
+      schedule: { kind: 'once', at: new Date(Date.now() + 3_600_000).toISOString() },
+      target: { type: 'webhook', url: 'https://example.com/x' },
+    };
     const cases: [unknown, string][] = [
       [{ target: good.target }, 'schedule'],
       [{ schedule: good.schedule }, 'target'],
@@ -126,7 +156,11 @@ describe('first end-to-end fire', () => {
       expect(r.body.error).toBe('INVALID_ARGUMENT');
       expect(r.body.violations?.map((v) => v.field)).toContain(field);
     }
-    const malformed = await fetch(`${api.url}/v1/jobs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"schedule":' });
+    const malformed = await fetch(`${api.url}/v1/jobs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"schedule":',
+    });
     expect(malformed.status).toBe(400);
     const after = await db.query<{ n: string }>('SELECT count(*) AS n FROM jobs');
     expect(after.rows[0]!.n).toBe(before.rows[0]!.n);

@@ -39,7 +39,12 @@ describe('scheduler cluster', () => {
     return app;
   };
   const fireRows = async (prefix: string) =>
-    (await db.pool.query<FireRow>(`SELECT job_id, fence_token::text, nominal_time, claimed_by, enqueued_at FROM fires WHERE job_id LIKE $1`, [`${prefix}-%`])).rows;
+    (
+      await db.pool.query<FireRow>(
+        `SELECT job_id, fence_token::text, nominal_time, claimed_by, enqueued_at FROM fires WHERE job_id LIKE $1`,
+        [`${prefix}-%`],
+      )
+    ).rows;
 
   beforeEach(async () => {
     db = await testDatabase('cluster');
@@ -59,7 +64,9 @@ describe('scheduler cluster', () => {
     await Promise.all([...schedulers, executor].map((a) => a.ready()));
     // The shards are split between the three instances, each under its own lease.
     const owners = await eventually('leases spread over three owners', async () => {
-      const { rows } = await db.pool.query<{ owner: string }>('SELECT DISTINCT owner FROM shard_leases WHERE owner IS NOT NULL');
+      const { rows } = await db.pool.query<{ owner: string }>(
+        'SELECT DISTINCT owner FROM shard_leases WHERE owner IS NOT NULL',
+      );
       return rows.length === 3 ? rows : undefined;
     });
     expect(owners).toHaveLength(3);
@@ -86,7 +93,9 @@ describe('scheduler cluster', () => {
     await eventually(
       'every job to finish its fires',
       async () => {
-        const { rows } = await db.pool.query<{ n: string }>(`SELECT count(*) AS n FROM jobs WHERE status <> 'COMPLETED'`);
+        const { rows } = await db.pool.query<{ n: string }>(
+          `SELECT count(*) AS n FROM jobs WHERE status <> 'COMPLETED'`,
+        );
         return rows[0]!.n === '0' ? true : undefined;
       },
       60_000,
@@ -96,19 +105,30 @@ describe('scheduler cluster', () => {
     expect(fires).toHaveLength(onceIds.length + everyIds.length * 5);
     // Exactly one fire per occurrence, no gaps: each interval job fired at anchor + k·1s, k = 0..4.
     const perOccurrence = new Map<string, number>();
-    for (const f of fires) perOccurrence.set(`${f.job_id}@${f.nominal_time.getTime()}`, (perOccurrence.get(`${f.job_id}@${f.nominal_time.getTime()}`) ?? 0) + 1);
+    for (const f of fires)
+      perOccurrence.set(
+        `${f.job_id}@${f.nominal_time.getTime()}`,
+        (perOccurrence.get(`${f.job_id}@${f.nominal_time.getTime()}`) ?? 0) + 1,
+      );
     expect([...perOccurrence.values()].every((n) => n === 1)).toBe(true);
     for (const id of everyIds) {
-      const nominals = fires.filter((f) => f.job_id === id).map((f) => f.nominal_time.getTime() - anchor.getTime()).sort((a, b) => a - b);
+      const nominals = fires
+        .filter((f) => f.job_id === id)
+        .map((f) => f.nominal_time.getTime() - anchor.getTime())
+        .sort((a, b) => a - b);
       expect(nominals).toEqual([0, 1_000, 2_000, 3_000, 4_000]);
     }
     // More than one instance did the claiming.
     expect(new Set(fires.map((f) => f.claimed_by)).size).toBeGreaterThan(1);
     // Each fire reached the target exactly once.
-    const deliveries = await eventually('every fire delivered to the sink', () => {
-      const d = sink.deliveries();
-      return d.size >= fires.length ? d : undefined;
-    }, 60_000);
+    const deliveries = await eventually(
+      'every fire delivered to the sink',
+      () => {
+        const d = sink.deliveries();
+        return d.size >= fires.length ? d : undefined;
+      },
+      60_000,
+    );
     expect(deliveries.size).toBe(fires.length);
     expect([...deliveries.values()].filter((n) => n !== 1)).toEqual([]);
   });
@@ -124,12 +144,24 @@ describe('scheduler cluster', () => {
     });
     // Kill an instance at a moment when it has committed claims it has not confirmed as
     // published. The window is a Kafka round trip wide, so try a few instances until one dies in it.
-    const pending = async () => Number((await db.pool.query<{ n: string }>('SELECT count(*) AS n FROM fires WHERE enqueued_at IS NULL')).rows[0]!.n);
+    const pending = async () =>
+      Number(
+        (await db.pool.query<{ n: string }>('SELECT count(*) AS n FROM fires WHERE enqueued_at IS NULL'))
+          .rows[0]!.n,
+      );
     let orphans = 0;
     for (let attempt = 0; attempt < 5 && orphans === 0; attempt++) {
-      const victim = await start('scheduler', { TICKWORK_CLAIM_BATCH: '2000', TICKWORK_OUTBOX_RELAY_AGE_MS: '600000' });
+      const victim = await start('scheduler', {
+        TICKWORK_CLAIM_BATCH: '2000',
+        TICKWORK_OUTBOX_RELAY_AGE_MS: '600000',
+      });
       await victim.ready();
-      await eventually('the victim to have unconfirmed claims', async () => ((await pending()) > 0 ? true : undefined), 60_000, 2);
+      await eventually(
+        'the victim to have unconfirmed claims',
+        async () => ((await pending()) > 0 ? true : undefined),
+        60_000,
+        2,
+      );
       await victim.kill();
       orphans = await pending();
     }
@@ -150,13 +182,20 @@ describe('scheduler cluster', () => {
     );
     const fires = await fireRows('herd');
     expect(fires).toHaveLength(ids.length);
-    const deliveries = await eventually('every fire executed', () => {
-      const d = sink.deliveries();
-      return d.size >= ids.length ? d : undefined;
-    }, 120_000, 250);
+    const deliveries = await eventually(
+      'every fire executed',
+      () => {
+        const d = sink.deliveries();
+        return d.size >= ids.length ? d : undefined;
+      },
+      120_000,
+      250,
+    );
     expect(deliveries.size).toBe(ids.length);
     expect([...deliveries.values()].filter((n) => n !== 1)).toEqual([]);
-    const { rows: runs } = await db.pool.query<{ status: string; n: string }>('SELECT status, count(*) AS n FROM job_runs GROUP BY status');
+    const { rows: runs } = await db.pool.query<{ status: string; n: string }>(
+      'SELECT status, count(*) AS n FROM job_runs GROUP BY status',
+    );
     expect(runs).toEqual([{ status: 'SUCCEEDED', n: String(ids.length) }]);
   });
 
@@ -174,36 +213,57 @@ describe('scheduler cluster', () => {
       // Catch up every occurrence missed while no one owned the shards, so "no gaps" is checkable.
       policies: { ...DEFAULT_POLICIES, misfire: 'FIRE_ALL' },
     });
-    await eventually('the first owner to fire', async () => ((await fireRows('tick')).length >= ids.length ? true : undefined), 30_000);
+    await eventually(
+      'the first owner to fire',
+      async () => ((await fireRows('tick')).length >= ids.length ? true : undefined),
+      30_000,
+    );
     zombie.signal('SIGSTOP');
     const frozenAt = new Date();
     try {
       const heir = await start('scheduler');
       await heir.ready(60_000);
       // The heir owns every shard with a higher epoch and fires on.
-      await eventually('the heir to fire', async () => {
-        const rows = await fireRows('tick');
-        return rows.some((r) => r.claimed_by === `scheduler-${heir.port}`) ? true : undefined;
-      }, 60_000);
+      await eventually(
+        'the heir to fire',
+        async () => {
+          const rows = await fireRows('tick');
+          return rows.some((r) => r.claimed_by === `scheduler-${heir.port}`) ? true : undefined;
+        },
+        60_000,
+      );
     } finally {
       zombie.signal('SIGCONT');
     }
     const wokeAt = Date.now();
     // The woken zombie notices it lost its leases (renewal or claim fenced out) ...
-    await eventually('the zombie to fence itself', () => (zombie.output.some((l) => /lease lost|fenced out/.test(l)) ? true : undefined), 30_000);
+    await eventually(
+      'the zombie to fence itself',
+      () => (zombie.output.some((l) => /lease lost|fenced out/.test(l)) ? true : undefined),
+      30_000,
+    );
     // ... while the heir keeps firing: wait for three periods after the wake-up.
-    await eventually('three more periods fired', async () => {
-      const recent = (await fireRows('tick')).filter((r) => r.nominal_time.getTime() > wokeAt + 2_000);
-      return recent.length >= ids.length ? true : undefined;
-    }, 30_000);
+    await eventually(
+      'three more periods fired',
+      async () => {
+        const recent = (await fireRows('tick')).filter((r) => r.nominal_time.getTime() > wokeAt + 2_000);
+        return recent.length >= ids.length ? true : undefined;
+      },
+      30_000,
+    );
     const rows = await fireRows('tick');
     // The zombie claimed nothing after it was frozen: every later fire is the heir's.
     const zombieName = `scheduler-${zombie.port}`;
-    const lateZombieFires = rows.filter((r) => r.claimed_by === zombieName && r.nominal_time.getTime() > frozenAt.getTime() + 1_000);
+    const lateZombieFires = rows.filter(
+      (r) => r.claimed_by === zombieName && r.nominal_time.getTime() > frozenAt.getTime() + 1_000,
+    );
     expect(lateZombieFires).toEqual([]);
     // Every occurrence fired once, and the schedule has no gaps for any job.
     for (const id of ids) {
-      const nominals = rows.filter((r) => r.job_id === id).map((r) => r.nominal_time.getTime()).sort((a, b) => a - b);
+      const nominals = rows
+        .filter((r) => r.job_id === id)
+        .map((r) => r.nominal_time.getTime())
+        .sort((a, b) => a - b);
       expect(new Set(nominals).size).toBe(nominals.length);
       nominals.forEach((n, k) => expect(n).toBe(anchor.getTime() + k * 1_000));
     }

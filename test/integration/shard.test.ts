@@ -9,7 +9,12 @@ import { eventually, STACK } from '../support/env';
 
 describe('shardOf', () => {
   it('matches the partition kafkajs chose for every key', async () => {
-    const bus = createKafkaBus({ brokers: STACK.kafkaBrokers.split(','), clientId: 'shard-test', ssl: false, sasl: null });
+    const bus = createKafkaBus({
+      brokers: STACK.kafkaBrokers.split(','),
+      clientId: 'shard-test',
+      ssl: false,
+      sasl: null,
+    });
     const topic = `test.shard.${randomUUID()}`;
     const partitions = 7;
     const admin = await bus.admin();
@@ -29,7 +34,11 @@ describe('shardOf', () => {
     await producer.send([{ topic, messages: keys.map((k) => ({ key: k, value: Buffer.from(k) })) }]);
     await producer.disconnect();
     const seen: InboundMessage[] = [];
-    const consumer = await bus.consumer({ groupId: `shard-test-${randomUUID()}`, topics: [topic], fromBeginning: true });
+    const consumer = await bus.consumer({
+      groupId: `shard-test-${randomUUID()}`,
+      topics: [topic],
+      fromBeginning: true,
+    });
     await consumer.start({
       onBatch: async (b) => {
         seen.push(...b.messages);

@@ -2,12 +2,24 @@
  * The schedule store against real PostgreSQL: migrations under concurrency, the fenced claim,
  * the outbox, shard lease epochs, and the run ledger's lease tokens.
  */
-import { createPool, FireRepository, JobRepository, migrate, RunRepository, ShardLeaseRepository, type ClaimPlanner } from '@tickwork/store';
+import {
+  createPool,
+  FireRepository,
+  JobRepository,
+  migrate,
+  RunRepository,
+  ShardLeaseRepository,
+  type ClaimPlanner,
+} from '@tickwork/store';
 import { DEFAULT_POLICIES, type FireEvent, type JobDefinition } from '@tickwork/domain';
 import { testDatabase, type TestDatabase } from '../support/db';
 import { eventually } from '../support/env';
 
-const fireOnce: ClaimPlanner = ({ job }, _now) => ({ fires: [{ nominalTime: job.nextNominalAt!, scheduledFor: job.nextRunAt! }], skips: [], next: null });
+const fireOnce: ClaimPlanner = ({ job }, _now) => ({
+  fires: [{ nominalTime: job.nextNominalAt!, scheduledFor: job.nextRunAt! }],
+  skips: [],
+  next: null,
+});
 const dueAt = (d: Date) => ({ nominalTime: d, scheduledFor: d });
 
 function definition(jobId: string, tenantId = 'acme'): JobDefinition {
@@ -15,7 +27,14 @@ function definition(jobId: string, tenantId = 'acme'): JobDefinition {
     jobId,
     tenantId,
     schedule: { kind: 'once', at: new Date(Date.now() - 1_000) },
-    target: { type: 'webhook', url: 'https://example.com/x', method: 'POST', headers: {}, timeoutMs: 1_000, successStatus: { min: 200, max: 299 } },
+    target: {
+      type: 'webhook',
+      url: 'https://example.com/x',
+      method: 'POST',
+      headers: {},
+      timeoutMs: 1_000,
+      successStatus: { min: 200, max: 299 },
+    },
     payload: { n: 1 },
     policies: DEFAULT_POLICIES,
     labels: {},
@@ -66,17 +85,32 @@ describe('schedule store', () => {
 
   it('lets exactly one of many concurrent claimers win each due job', async () => {
     const ids = Array.from({ length: 200 }, (_, i) => `race-${i}`);
-    for (const id of ids) await jobs.insertJob({ definition: definition(id), shard: 0, next: dueAt(new Date(Date.now() - 1_000)) });
+    for (const id of ids)
+      await jobs.insertJob({
+        definition: definition(id),
+        shard: 0,
+        next: dueAt(new Date(Date.now() - 1_000)),
+      });
     // Five claimers share the lease of shard 0 (same owner and epoch), racing on the same rows.
     const [lease] = await leases.acquire([0], 'racer', 30_000);
     const results = await Promise.all(
-      Array.from({ length: 5 }, () => fires.claimDueJobs({ owner: 'racer', shards: [lease!], limit: 100, lookaheadMs: 0 }, fireOnce)),
+      Array.from({ length: 5 }, () =>
+        fires.claimDueJobs({ owner: 'racer', shards: [lease!], limit: 100, lookaheadMs: 0 }, fireOnce),
+      ),
     );
-    let more = await fires.claimDueJobs({ owner: 'racer', shards: [lease!], limit: 1000, lookaheadMs: 0 }, fireOnce);
-    const claimed = [...results.flatMap((r) => r.fires), ...more.fires].map((f) => f.event.jobId).filter((id) => id.startsWith('race-'));
+    let more = await fires.claimDueJobs(
+      { owner: 'racer', shards: [lease!], limit: 1000, lookaheadMs: 0 },
+      fireOnce,
+    );
+    const claimed = [...results.flatMap((r) => r.fires), ...more.fires]
+      .map((f) => f.event.jobId)
+      .filter((id) => id.startsWith('race-'));
     expect(claimed.sort()).toEqual([...ids].sort());
     expect(new Set(claimed).size).toBe(ids.length);
-    more = await fires.claimDueJobs({ owner: 'racer', shards: [lease!], limit: 1000, lookaheadMs: 0 }, fireOnce);
+    more = await fires.claimDueJobs(
+      { owner: 'racer', shards: [lease!], limit: 1000, lookaheadMs: 0 },
+      fireOnce,
+    );
     expect(more.fires).toHaveLength(0);
     const { rows } = await db.pool.query<{ status: string; fence_token: string }>(
       `SELECT DISTINCT status, fence_token FROM jobs WHERE job_id LIKE 'race-%'`,
@@ -85,15 +119,25 @@ describe('schedule store', () => {
   });
 
   it('fences out a claimer whose shard was taken over (epoch bump)', async () => {
-    await jobs.insertJob({ definition: definition('fenced-1'), shard: 1, next: dueAt(new Date(Date.now() - 1_000)) });
+    await jobs.insertJob({
+      definition: definition('fenced-1'),
+      shard: 1,
+      next: dueAt(new Date(Date.now() - 1_000)),
+    });
     const [old] = await leases.acquire([1], 'old-owner', 30_000);
     const [taken] = await leases.acquire([1], 'new-owner', 30_000);
     expect(taken!.epoch).toBe(old!.epoch + 1);
-    const stale = await fires.claimDueJobs({ owner: 'old-owner', shards: [old!], limit: 10, lookaheadMs: 0 }, fireOnce);
+    const stale = await fires.claimDueJobs(
+      { owner: 'old-owner', shards: [old!], limit: 10, lookaheadMs: 0 },
+      fireOnce,
+    );
     expect(stale.fencedOut).toEqual([1]);
     expect(stale.fires).toHaveLength(0);
     expect(await leases.renew([old!], 'old-owner', 30_000)).toEqual([]);
-    const fresh = await fires.claimDueJobs({ owner: 'new-owner', shards: [taken!], limit: 10, lookaheadMs: 0 }, fireOnce);
+    const fresh = await fires.claimDueJobs(
+      { owner: 'new-owner', shards: [taken!], limit: 10, lookaheadMs: 0 },
+      fireOnce,
+    );
     expect(fresh.fires.map((f) => f.event.jobId)).toEqual(['fenced-1']);
   });
 
@@ -123,14 +167,24 @@ describe('schedule store', () => {
     } finally {
       holder.release();
     }
-    const after = await fires.claimDueJobs({ owner: 'a', shards: [old!], limit: 10, lookaheadMs: 0 }, fireOnce);
+    const after = await fires.claimDueJobs(
+      { owner: 'a', shards: [old!], limit: 10, lookaheadMs: 0 },
+      fireOnce,
+    );
     expect(after.fencedOut).toEqual([2]);
   });
 
   it('keeps claimed fires in the outbox until they are marked enqueued, and hands them to the next owner', async () => {
-    await jobs.insertJob({ definition: definition('outbox-1'), shard: 3, next: dueAt(new Date(Date.now() - 1_000)) });
+    await jobs.insertJob({
+      definition: definition('outbox-1'),
+      shard: 3,
+      next: dueAt(new Date(Date.now() - 1_000)),
+    });
     const [mine] = await leases.acquire([3], 'crashy', 30_000);
-    const claim = await fires.claimDueJobs({ owner: 'crashy', shards: [mine!], limit: 10, lookaheadMs: 0 }, fireOnce);
+    const claim = await fires.claimDueJobs(
+      { owner: 'crashy', shards: [mine!], limit: 10, lookaheadMs: 0 },
+      fireOnce,
+    );
     expect(claim.fires).toHaveLength(1);
     // "crashy" dies before publishing. The next owner finds the fire in the outbox.
     const [next] = await leases.acquire([3], 'heir', 30_000);
@@ -138,43 +192,73 @@ describe('schedule store', () => {
     expect(pending.map((p) => [p.event.jobId, p.event.fenceToken])).toEqual([['outbox-1', 1]]);
     expect(pending[0]!.event.target).toEqual(claim.fires[0]!.event.target);
     // A zombie cannot read the outbox of a shard it lost.
-    expect(await fires.pendingFires({ owner: 'crashy', shards: [mine!], minAgeMs: 0, limit: 10 })).toEqual([]);
+    expect(await fires.pendingFires({ owner: 'crashy', shards: [mine!], minAgeMs: 0, limit: 10 })).toEqual(
+      [],
+    );
     await fires.markEnqueued([{ jobId: 'outbox-1', fenceToken: 1 }]);
     expect(await fires.pendingFires({ owner: 'heir', shards: [next!], minAgeMs: 0, limit: 10 })).toEqual([]);
   });
 
   it('refuses a second claim of the same occurrence (unique job_id + nominal_time)', async () => {
-    await jobs.insertJob({ definition: definition('dup-occ'), shard: 4, next: dueAt(new Date('2026-01-01T00:00:00Z')) });
+    await jobs.insertJob({
+      definition: definition('dup-occ'),
+      shard: 4,
+      next: dueAt(new Date('2026-01-01T00:00:00Z')),
+    });
     const [l] = await leases.acquire([4], 'x', 30_000);
     const sameOccurrenceForever: ClaimPlanner = ({ job }) => ({
-      fires: [{ nominalTime: new Date('2026-01-01T00:00:00Z'), scheduledFor: new Date('2026-01-01T00:00:00Z') }],
+      fires: [
+        { nominalTime: new Date('2026-01-01T00:00:00Z'), scheduledFor: new Date('2026-01-01T00:00:00Z') },
+      ],
       skips: [],
       next: dueAt(job.nextNominalAt!),
     });
     await fires.claimDueJobs({ owner: 'x', shards: [l!], limit: 10, lookaheadMs: 0 }, sameOccurrenceForever);
-    await expect(fires.claimDueJobs({ owner: 'x', shards: [l!], limit: 10, lookaheadMs: 0 }, sameOccurrenceForever)).rejects.toThrow(
-      /fires_occurrence_uq/,
-    );
+    await expect(
+      fires.claimDueJobs({ owner: 'x', shards: [l!], limit: 10, lookaheadMs: 0 }, sameOccurrenceForever),
+    ).rejects.toThrow(/fires_occurrence_uq/);
   });
 
   it('claims fairly across tenants: a tenant with a big backlog cannot starve a small one', async () => {
     const past = new Date(Date.now() - 60_000);
-    for (let i = 0; i < 300; i++) await jobs.insertJob({ definition: definition(`fair-big-${i}`, 'big'), shard: 5, next: dueAt(past) });
+    for (let i = 0; i < 300; i++)
+      await jobs.insertJob({ definition: definition(`fair-big-${i}`, 'big'), shard: 5, next: dueAt(past) });
     // The small tenant's jobs are due later than every one of the big tenant's.
-    for (let i = 0; i < 5; i++) await jobs.insertJob({ definition: definition(`fair-small-${i}`, 'small'), shard: 5, next: dueAt(new Date(Date.now() - 1_000)) });
+    for (let i = 0; i < 5; i++)
+      await jobs.insertJob({
+        definition: definition(`fair-small-${i}`, 'small'),
+        shard: 5,
+        next: dueAt(new Date(Date.now() - 1_000)),
+      });
     const [l] = await leases.acquire([5], 'fair', 30_000);
-    const even = (tenants: readonly string[]) => new Map(tenants.map((t) => [t, Math.ceil(20 / tenants.length)]));
-    const first = await fires.claimDueJobs({ owner: 'fair', shards: [l!], limit: 20, lookaheadMs: 0, tenantCaps: even }, fireOnce);
-    const byTenant = (r: typeof first) => r.fires.reduce<Record<string, number>>((m, f) => ({ ...m, [f.event.tenantId]: (m[f.event.tenantId] ?? 0) + 1 }), {});
+    const even = (tenants: readonly string[]) =>
+      new Map(tenants.map((t) => [t, Math.ceil(20 / tenants.length)]));
+    const first = await fires.claimDueJobs(
+      { owner: 'fair', shards: [l!], limit: 20, lookaheadMs: 0, tenantCaps: even },
+      fireOnce,
+    );
+    const byTenant = (r: typeof first) =>
+      r.fires.reduce<Record<string, number>>(
+        (m, f) => ({ ...m, [f.event.tenantId]: (m[f.event.tenantId] ?? 0) + 1 }),
+        {},
+      );
     expect(byTenant(first)).toEqual({ big: 10, small: 5 });
     expect(first.saturated).toBe(true);
     // A rate-capped tenant gets only its cap; the rest stay due, nothing is dropped.
     const capped = await fires.claimDueJobs(
-      { owner: 'fair', shards: [l!], limit: 20, lookaheadMs: 0, tenantCaps: (ts) => new Map(ts.map((t) => [t, t === 'big' ? 3 : 20])) },
+      {
+        owner: 'fair',
+        shards: [l!],
+        limit: 20,
+        lookaheadMs: 0,
+        tenantCaps: (ts) => new Map(ts.map((t) => [t, t === 'big' ? 3 : 20])),
+      },
       fireOnce,
     );
     expect(byTenant(capped)).toEqual({ big: 3 });
-    const { rows } = await db.pool.query<{ n: string }>(`SELECT count(*) AS n FROM jobs WHERE tenant_id = 'big' AND status = 'SCHEDULED'`);
+    const { rows } = await db.pool.query<{ n: string }>(
+      `SELECT count(*) AS n FROM jobs WHERE tenant_id = 'big' AND status = 'SCHEDULED'`,
+    );
     expect(Number(rows[0]!.n)).toBe(300 - 13);
   });
 
@@ -185,7 +269,11 @@ describe('schedule store', () => {
     const seen: boolean[] = [];
     const again: ClaimPlanner = (due) => {
       seen.push(due.previousFireInFlight);
-      return { fires: [{ nominalTime: due.job.nextNominalAt!, scheduledFor: due.job.nextRunAt! }], skips: [], next: dueAt(new Date(due.job.nextNominalAt!.getTime() + 1)) };
+      return {
+        fires: [{ nominalTime: due.job.nextNominalAt!, scheduledFor: due.job.nextRunAt! }],
+        skips: [],
+        next: dueAt(new Date(due.job.nextNominalAt!.getTime() + 1)),
+      };
     };
     await fires.claimDueJobs({ owner: 'ov', shards: [l!], limit: 10, lookaheadMs: 0 }, again);
     // Fire 1 was claimed and no run has finished it: in flight.
@@ -193,7 +281,11 @@ describe('schedule store', () => {
     // The executor finishes fire 2: no longer in flight.
     const start = await runs.beginRun({ ...ledgerFire('forbid-1', 2) }, 'exec', 30_000);
     if (start.action !== 'execute') throw new Error('expected execute');
-    await runs.completeRun({ jobId: 'forbid-1', fenceToken: 2 }, start.leaseToken, { status: 'SUCCEEDED', httpStatus: 200, error: null });
+    await runs.completeRun({ jobId: 'forbid-1', fenceToken: 2 }, start.leaseToken, {
+      status: 'SUCCEEDED',
+      httpStatus: 200,
+      error: null,
+    });
     await fires.claimDueJobs({ owner: 'ov', shards: [l!], limit: 10, lookaheadMs: 0 }, again);
     expect(seen).toEqual([false, true, false]);
   });
@@ -214,23 +306,43 @@ describe('schedule store', () => {
     it('runs a fire once: a second delivery is skipped while running and after success', async () => {
       const first = await runs.beginRun(fire, 'exec-a', 30_000);
       expect(first.action).toBe('execute');
-      expect(await runs.beginRun(fire, 'exec-b', 30_000)).toMatchObject({ action: 'skip', reason: 'LEASE_HELD' });
+      expect(await runs.beginRun(fire, 'exec-b', 30_000)).toMatchObject({
+        action: 'skip',
+        reason: 'LEASE_HELD',
+      });
       if (first.action !== 'execute') throw new Error('unreachable');
-      expect(await runs.completeRun(fire, first.leaseToken, { status: 'SUCCEEDED', httpStatus: 200, error: null })).toBe(true);
-      expect(await runs.beginRun(fire, 'exec-b', 30_000)).toMatchObject({ action: 'skip', reason: 'ALREADY_FINAL', status: 'SUCCEEDED' });
+      expect(
+        await runs.completeRun(fire, first.leaseToken, { status: 'SUCCEEDED', httpStatus: 200, error: null }),
+      ).toBe(true);
+      expect(await runs.beginRun(fire, 'exec-b', 30_000)).toMatchObject({
+        action: 'skip',
+        reason: 'ALREADY_FINAL',
+        status: 'SUCCEEDED',
+      });
     });
 
     it('takes over an expired lease and rejects the old holder’s late writes', async () => {
       const f2 = { ...fire, fenceToken: 8, fireId: 'ledger-1:8' };
       const a = await runs.beginRun(f2, 'exec-a', 1_000);
       if (a.action !== 'execute') throw new Error('expected execute');
-      await db.pool.query(`UPDATE job_runs SET lease_expires_at = now() - interval '1 second' WHERE job_id = $1 AND fence_token = 8`, [f2.jobId]);
+      await db.pool.query(
+        `UPDATE job_runs SET lease_expires_at = now() - interval '1 second' WHERE job_id = $1 AND fence_token = 8`,
+        [f2.jobId],
+      );
       const b = await runs.beginRun(f2, 'exec-b', 30_000);
       expect(b).toMatchObject({ action: 'execute', takenOver: true });
       expect(await runs.heartbeat(f2, a.leaseToken, 30_000)).toBe(false);
-      expect(await runs.completeRun(f2, a.leaseToken, { status: 'SUCCEEDED', httpStatus: 200, error: null })).toBe(false);
+      expect(
+        await runs.completeRun(f2, a.leaseToken, { status: 'SUCCEEDED', httpStatus: 200, error: null }),
+      ).toBe(false);
       if (b.action !== 'execute') throw new Error('expected execute');
-      expect(await runs.completeRun(f2, b.leaseToken, { status: 'DEAD_LETTERED', httpStatus: 400, error: 'HTTP 400' })).toBe(true);
+      expect(
+        await runs.completeRun(f2, b.leaseToken, {
+          status: 'DEAD_LETTERED',
+          httpStatus: 400,
+          error: 'HTTP 400',
+        }),
+      ).toBe(true);
       expect((await runs.findRun(f2))?.status).toBe('DEAD_LETTERED');
     });
   });

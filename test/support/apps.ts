@@ -17,7 +17,13 @@ export class AppProcess {
     readonly child: ChildProcess,
     readonly port: number,
   ) {
-    const collect = (chunk: Buffer) => this.output.push(...chunk.toString('utf8').split('\n').filter((l) => l.length > 0));
+    const collect = (chunk: Buffer) =>
+      this.output.push(
+        ...chunk
+          .toString('utf8')
+          .split('\n')
+          .filter((l) => l.length > 0),
+      );
     child.stdout?.on('data', collect);
     child.stderr?.on('data', collect);
     this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
@@ -74,10 +80,20 @@ export class AppProcess {
 export function startApp(name: AppName, env: Record<string, string>, port: number): AppProcess {
   const entry = join(ROOT, 'dist', 'apps', name, 'src', 'main.js');
   if (!existsSync(entry)) throw new Error(`${entry} is missing: run npm run build (npm test does)`);
-  const portVar = { api: 'TICKWORK_API_PORT', scheduler: 'TICKWORK_SCHEDULER_PORT', executor: 'TICKWORK_EXECUTOR_PORT' }[name];
+  const portVar = {
+    api: 'TICKWORK_API_PORT',
+    scheduler: 'TICKWORK_SCHEDULER_PORT',
+    executor: 'TICKWORK_EXECUTOR_PORT',
+  }[name];
   const child = spawn(process.execPath, [entry], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env, [portVar]: String(port), TICKWORK_INSTANCE_ID: `${name}-${port}` },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      ...env,
+      [portVar]: String(port),
+      TICKWORK_INSTANCE_ID: `${name}-${port}`,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   return new AppProcess(name, child, port);

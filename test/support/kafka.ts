@@ -8,8 +8,17 @@ export class TopicTap {
   private constructor(private readonly consumer: MessageConsumer) {}
 
   static async open(topic: string): Promise<TopicTap> {
-    const bus = createKafkaBus({ brokers: STACK.kafkaBrokers.split(','), clientId: 'tickwork-test', ssl: false, sasl: null });
-    const consumer = await bus.consumer({ groupId: `tap-${topic}-${Date.now()}-${Math.random()}`, topics: [topic], fromBeginning: true });
+    const bus = createKafkaBus({
+      brokers: STACK.kafkaBrokers.split(','),
+      clientId: 'tickwork-test',
+      ssl: false,
+      sasl: null,
+    });
+    const consumer = await bus.consumer({
+      groupId: `tap-${topic}-${Date.now()}-${Math.random()}`,
+      topics: [topic],
+      fromBeginning: true,
+    });
     const tap = new TopicTap(consumer);
     await consumer.start({
       onBatch: async (batch) => {

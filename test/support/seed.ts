@@ -1,6 +1,15 @@
 /** Bulk-loads jobs straight into the store, for tests and benchmarks that need many at once. */
 import type { Pool } from 'pg';
-import { DEFAULT_POLICIES, policiesToWire, scheduleToWire, shardOf, targetToWire, type JobPolicies, type Schedule, type Target } from '@tickwork/domain';
+import {
+  DEFAULT_POLICIES,
+  policiesToWire,
+  scheduleToWire,
+  shardOf,
+  targetToWire,
+  type JobPolicies,
+  type Schedule,
+  type Target,
+} from '@tickwork/domain';
 
 export interface SeedSpec {
   readonly prefix: string;
@@ -20,7 +29,14 @@ export async function seedJobs(pool: Pool, spec: SeedSpec): Promise<string[]> {
   const policies = JSON.stringify(policiesToWire(spec.policies ?? DEFAULT_POLICIES));
   const target = JSON.stringify(targetToWire(spec.target));
   for (let start = 0; start < spec.count; start += 5_000) {
-    const cols = { id: [] as string[], tenant: [] as string[], shard: [] as number[], kind: [] as string[], schedule: [] as string[], at: [] as Date[] };
+    const cols = {
+      id: [] as string[],
+      tenant: [] as string[],
+      shard: [] as number[],
+      kind: [] as string[],
+      schedule: [] as string[],
+      at: [] as Date[],
+    };
     for (let i = start; i < Math.min(spec.count, start + 5_000); i++) {
       const id = `${spec.prefix}-${i}`;
       const s = spec.schedule(i);

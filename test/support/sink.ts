@@ -11,7 +11,12 @@ export class KafkaSink {
   ) {}
 
   static async create(topic: string, partitions = 4): Promise<KafkaSink> {
-    const bus = createKafkaBus({ brokers: STACK.kafkaBrokers.split(','), clientId: 'tickwork-test', ssl: false, sasl: null });
+    const bus = createKafkaBus({
+      brokers: STACK.kafkaBrokers.split(','),
+      clientId: 'tickwork-test',
+      ssl: false,
+      sasl: null,
+    });
     const admin = await bus.admin();
     try {
       await admin.createTopics([{ name: topic, partitions, replicationFactor: 1, configs: {} }]);

@@ -6,7 +6,11 @@ describe('loadConfig', () => {
     expect(c.kafka.brokers).toEqual(['127.0.0.1:9092']);
     expect(c.databaseUrl).toBe('postgres://postgres@127.0.0.1:5432/tickwork');
     expect(c.topics.fires).toBe('tickwork.fires');
-    expect(c.topics.retryTiers.map((t) => t.topic)).toEqual(['tickwork.fires.retry.5s', 'tickwork.fires.retry.1m', 'tickwork.fires.retry.10m']);
+    expect(c.topics.retryTiers.map((t) => t.topic)).toEqual([
+      'tickwork.fires.retry.5s',
+      'tickwork.fires.retry.1m',
+      'tickwork.fires.retry.10m',
+    ]);
     expect(Object.isFrozen(c.scheduler)).toBe(true);
   });
 
@@ -20,7 +24,12 @@ describe('loadConfig', () => {
   it('names every bad variable at once', () => {
     let error: unknown;
     try {
-      loadConfig({ TICKWORK_SHARDS: 'many', DATABASE_URL: 'mysql://x', KAFKA_BROKERS: 'nohostport', TICKWORK_RETRY_TIERS: '5s,soon' });
+      loadConfig({
+        TICKWORK_SHARDS: 'many',
+        DATABASE_URL: 'mysql://x',
+        KAFKA_BROKERS: 'nohostport',
+        TICKWORK_RETRY_TIERS: '5s,soon',
+      });
     } catch (e) {
       error = e;
     }

@@ -1,12 +1,17 @@
 /** Tickwork's configuration: read from the environment once at start-up, validated, typed and frozen. */
+import { isIP } from 'node:net';
 import { hostname } from 'node:os';
-import { ConfigError, EnvReader } from './env';
+import { ConfigError, EnvReader, parseDuration } from './env';
 
 export interface KafkaConfig {
   readonly brokers: readonly string[];
   readonly clientId: string;
   readonly ssl: boolean;
-  readonly sasl: { readonly mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512'; readonly username: string; readonly password: string } | null;
+  readonly sasl: {
+    readonly mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512';
+    readonly username: string;
+    readonly password: string;
+  } | null;
 }
 
 export interface TopicNames {
@@ -29,7 +34,12 @@ export interface TickworkConfig {
   readonly shardCount: number;
   readonly firesPartitions: number;
   readonly topicReplicationFactor: number;
-  readonly api: { readonly host: string; readonly port: number; readonly maxPayloadBytes: number; readonly minIntervalMs: number };
+  readonly api: {
+    readonly host: string;
+    readonly port: number;
+    readonly maxPayloadBytes: number;
+    readonly minIntervalMs: number;
+  };
   readonly scheduler: {
     readonly groupId: string;
     readonly tickMs: number;
@@ -49,6 +59,19 @@ export interface TickworkConfig {
     readonly heartbeatMs: number;
     /** Hosts or CIDRs a webhook may reach even though they are private or loopback. */
     readonly webhookAllowList: readonly string[];
+    /** Standard Webhooks signing secrets (`whsec_…`) per tenant id; `*` applies to all other tenants. */
+    readonly webhookSecrets: Readonly<Record<string, readonly string[]>>;
+    /** Kafka session timeout of the executor's consumers: how soon a dead executor's partitions move. */
+    readonly sessionTimeoutMs: number;
+    /** Bytes fetched per partition at a time: the most one partition's held batch can take in memory. */
+    readonly fetchBytesPerPartition: number;
+    /** On shutdown, how long running fires get to finish before they are aborted and their leases released. */
+    readonly drainMs: number;
+    /** Finished runs older than this are purged from job_runs; fires older than this are refused. */
+    readonly runRetentionMs: number;
+    /** How often an executor purges expired runs; 0 = never (let other executors do it). */
+    readonly runPurgeIntervalMs: number;
+    readonly runPurgeBatchSize: number;
   };
   readonly http: { readonly schedulerPort: number; readonly executorPort: number };
 }
@@ -57,15 +80,20 @@ export interface TickworkConfig {
 export function loadConfig(env: Readonly<Record<string, string | undefined>> = process.env): TickworkConfig {
   const r = new EnvReader(env);
   const prefix = r.string('TICKWORK_TOPIC_PREFIX', 'tickwork');
-  if (!/^[A-Za-z0-9._-]{1,100}$/.test(prefix)) r.problem(`TICKWORK_TOPIC_PREFIX=${JSON.stringify(prefix)} must be letters, digits, . _ -`);
+  if (!/^[A-Za-z0-9._-]{1,100}$/.test(prefix))
+    r.problem(`TICKWORK_TOPIC_PREFIX=${JSON.stringify(prefix)} must be letters, digits, . _ -`);
 
   const brokers = r.list('KAFKA_BROKERS', ['127.0.0.1:9092']);
-  for (const b of brokers) if (!/^[^:\s]+:\d{1,5}$/.test(b)) r.problem(`KAFKA_BROKERS has ${JSON.stringify(b)}: each entry must be host:port`);
+  for (const b of brokers)
+    if (!/^[^:\s]+:\d{1,5}$/.test(b))
+      r.problem(`KAFKA_BROKERS has ${JSON.stringify(b)}: each entry must be host:port`);
   const saslMechanism = r.optionalString('KAFKA_SASL_MECHANISM');
   let sasl: KafkaConfig['sasl'] = null;
   if (saslMechanism !== undefined) {
     if (saslMechanism !== 'plain' && saslMechanism !== 'scram-sha-256' && saslMechanism !== 'scram-sha-512') {
-      r.problem(`KAFKA_SASL_MECHANISM=${JSON.stringify(saslMechanism)} must be plain, scram-sha-256 or scram-sha-512`);
+      r.problem(
+        `KAFKA_SASL_MECHANISM=${JSON.stringify(saslMechanism)} must be plain, scram-sha-256 or scram-sha-512`,
+      );
     } else {
       const username = r.optionalString('KAFKA_SASL_USERNAME');
       const password = r.optionalString('KAFKA_SASL_PASSWORD');
@@ -79,9 +107,20 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
   const shardCount = r.int('TICKWORK_SHARDS', 12, 1, 10_000);
   const config: TickworkConfig = {
     instanceId: r.string('TICKWORK_INSTANCE_ID', `${hostname()}-${process.pid}`),
-    databaseUrl: r.url('DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/tickwork', ['postgres:', 'postgresql:']),
-    kafka: { brokers, clientId: r.string('KAFKA_CLIENT_ID', 'tickwork'), ssl: r.bool('KAFKA_SSL', false), sasl },
-    schemaRegistryUrl: r.url('SCHEMA_REGISTRY_URL', 'http://127.0.0.1:8081/apis/ccompat/v7', ['http:', 'https:']),
+    databaseUrl: r.url('DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/tickwork', [
+      'postgres:',
+      'postgresql:',
+    ]),
+    kafka: {
+      brokers,
+      clientId: r.string('KAFKA_CLIENT_ID', 'tickwork'),
+      ssl: r.bool('KAFKA_SSL', false),
+      sasl,
+    },
+    schemaRegistryUrl: r.url('SCHEMA_REGISTRY_URL', 'http://127.0.0.1:8081/apis/ccompat/v7', [
+      'http:',
+      'https:',
+    ]),
     topicPrefix: prefix,
     topics: {
       commands: `${prefix}.commands`,
@@ -89,7 +128,9 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       fires: `${prefix}.fires`,
       fireResults: `${prefix}.fire-results`,
       deadLetters: `${prefix}.fires.dlq`,
-      retryTiers: tiers.map((t) => ({ topic: `${prefix}.fires.retry.${t.label}`, delayMs: t.ms })).sort((a, b) => a.delayMs - b.delayMs),
+      retryTiers: tiers
+        .map((t) => ({ topic: `${prefix}.fires.retry.${t.label}`, delayMs: t.ms }))
+        .sort((a, b) => a.delayMs - b.delayMs),
     },
     shardCount,
     firesPartitions: r.int('TICKWORK_FIRES_PARTITIONS', 12, 1, 10_000),
@@ -116,7 +157,14 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       concurrency: r.int('TICKWORK_EXECUTOR_CONCURRENCY', 100, 1, 10_000),
       runLeaseMs: r.int('TICKWORK_RUN_LEASE_MS', 30_000, 1_000, 3_600_000),
       heartbeatMs: r.int('TICKWORK_RUN_HEARTBEAT_MS', 10_000, 100, 3_600_000),
-      webhookAllowList: r.list('TICKWORK_WEBHOOK_ALLOW', []),
+      webhookAllowList: allowList(r),
+      webhookSecrets: webhookSecrets(r),
+      sessionTimeoutMs: r.int('TICKWORK_EXECUTOR_SESSION_TIMEOUT_MS', 30_000, 6_000, 300_000),
+      fetchBytesPerPartition: r.int('TICKWORK_EXECUTOR_FETCH_BYTES', 256 * 1024, 1_024, 64 * 1024 * 1024),
+      drainMs: r.int('TICKWORK_EXECUTOR_DRAIN_MS', 10_000, 0, 600_000),
+      runRetentionMs: duration(r, 'TICKWORK_RUN_RETENTION', '30d', 60_000),
+      runPurgeIntervalMs: duration(r, 'TICKWORK_RUN_PURGE_INTERVAL', '1m', 0),
+      runPurgeBatchSize: r.int('TICKWORK_RUN_PURGE_BATCH', 1_000, 1, 100_000),
     },
     http: {
       schedulerPort: r.int('TICKWORK_SCHEDULER_PORT', 3001, 0, 65_535),
@@ -128,6 +176,84 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
   }
   if (r.problems.length > 0) throw new ConfigError(r.problems);
   return deepFreeze(config);
+}
+
+/** A duration variable (`30d`, `1m`, `500ms` or bare ms) of at least `minMs`. */
+function duration(r: EnvReader, name: string, fallback: string, minMs: number): number {
+  const raw = r.optionalString(name) ?? fallback;
+  const ms = parseDuration(raw);
+  if (ms === undefined || ms < minMs || (ms === 0 && minMs > 0)) {
+    r.problem(
+      `${name}=${JSON.stringify(raw)} must be a duration like 30d, 12h, 1m or 500ms${minMs > 0 ? ` of at least ${minMs} ms` : ''}`,
+    );
+    return parseDuration(fallback) ?? 0;
+  }
+  return ms;
+}
+
+const HOST_NAME = /^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*\.?$/i;
+
+/** TICKWORK_WEBHOOK_ALLOW: host names, *.domain, IP addresses or CIDRs. */
+function allowList(r: EnvReader): string[] {
+  const entries = r.list('TICKWORK_WEBHOOK_ALLOW', []);
+  for (const e of entries) {
+    const [addr, prefix, ...extra] = e.split('/');
+    const version = isIP((addr ?? '').replace(/^\[|\]$/g, ''));
+    const max = version === 4 ? 32 : 128;
+    const ok =
+      extra.length === 0 &&
+      (version !== 0
+        ? prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= max)
+        : prefix === undefined && HOST_NAME.test(e));
+    if (!ok)
+      r.problem(
+        `TICKWORK_WEBHOOK_ALLOW has ${JSON.stringify(e)}: each entry must be a host name, *.domain, an IP address or a CIDR`,
+      );
+  }
+  return entries;
+}
+
+/**
+ * TICKWORK_WEBHOOK_SECRETS: a JSON object of tenant id (or "*") → a secret or a list of secrets,
+ * each `whsec_` + base64 of 24..64 random bytes (the Standard Webhooks format). Two secrets for a
+ * tenant mean two signatures per call, which is how a secret is rotated. Secrets are never echoed.
+ */
+function webhookSecrets(r: EnvReader): Record<string, string[]> {
+  const raw = r.optionalString('TICKWORK_WEBHOOK_SECRETS');
+  if (raw === undefined) return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    r.problem('TICKWORK_WEBHOOK_SECRETS must be JSON: {"<tenant id or *>": ["whsec_…", …]}');
+    return {};
+  }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    r.problem('TICKWORK_WEBHOOK_SECRETS must be a JSON object: {"<tenant id or *>": ["whsec_…", …]}');
+    return {};
+  }
+  const out: Record<string, string[]> = {};
+  for (const [tenant, value] of Object.entries(parsed as Record<string, unknown>)) {
+    const list = typeof value === 'string' ? [value] : value;
+    if (!Array.isArray(list) || list.length === 0 || list.length > 5) {
+      r.problem(
+        `TICKWORK_WEBHOOK_SECRETS[${JSON.stringify(tenant)}] must be a secret or a list of 1 to 5 secrets`,
+      );
+      continue;
+    }
+    list.forEach((secret: unknown, i) => {
+      const b64 = typeof secret === 'string' && secret.startsWith('whsec_') ? secret.slice(6) : undefined;
+      const bytes =
+        b64 !== undefined && /^[A-Za-z0-9+/]+={0,2}$/.test(b64) ? Buffer.from(b64, 'base64').length : 0;
+      if (bytes < 24 || bytes > 64) {
+        r.problem(
+          `TICKWORK_WEBHOOK_SECRETS[${JSON.stringify(tenant)}][${i}] must be "whsec_" followed by the base64 of 24 to 64 random bytes`,
+        );
+      }
+    });
+    out[tenant] = list as string[];
+  }
+  return out;
 }
 
 function deepFreeze<T>(o: T): T {

@@ -73,7 +73,9 @@ export class EnvReader {
     for (const label of this.list(name, fallback)) {
       const ms = parseDuration(label);
       if (ms === undefined || ms <= 0) {
-        this.problems.push(`${name} has ${JSON.stringify(label)}: each entry must be a duration like 5s, 1m, 10m`);
+        this.problems.push(
+          `${name} has ${JSON.stringify(label)}: each entry must be a duration like 5s, 1m, 10m`,
+        );
         continue;
       }
       out.push({ label, ms });

@@ -1,3 +1,14 @@
 export { loadConfig } from './config';
 export type { TickworkConfig, KafkaConfig, TopicNames } from './config';
 export { ConfigError, EnvReader, parseDuration } from './env';
+export {
+  loadTenants,
+  hashToken,
+  DEFAULT_TENANT_QUOTAS,
+  type TenantRegistry,
+  type TenantQuotas,
+  type Principal,
+  type Role,
+  type AuthMode,
+} from './tenants';
+export { loadApiListenConfig, type ApiListenConfig, type TlsFiles } from './api-config';

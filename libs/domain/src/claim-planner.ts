@@ -22,7 +22,12 @@ export interface PlannedOccurrence {
 
 export interface DueOccurrencePlan {
   readonly fires: readonly PlannedOccurrence[];
-  readonly skips: readonly { readonly reason: string; readonly firstNominal: Date; readonly lastNominal: Date; readonly occurrences: number }[];
+  readonly skips: readonly {
+    readonly reason: string;
+    readonly firstNominal: Date;
+    readonly lastNominal: Date;
+    readonly occurrences: number;
+  }[];
   /** The next occurrence (nominal, and when to claim it), or null when the schedule is exhausted. */
   readonly next: PlannedOccurrence | null;
 }
@@ -30,7 +35,13 @@ export interface DueOccurrencePlan {
 const DEFAULT_LATE_TOLERANCE_MS = 2_000;
 
 /** The jittered time of one occurrence: the job's own window, or the cluster's herd window. */
-export function occurrenceAt(jobId: string, schedule: Schedule, jitterMs: number, nominal: Date, herdJitterMs: number): PlannedOccurrence {
+export function occurrenceAt(
+  jobId: string,
+  schedule: Schedule,
+  jitterMs: number,
+  nominal: Date,
+  herdJitterMs: number,
+): PlannedOccurrence {
   const window = jitterMs > 0 ? jitterMs : defaultHerdWindowMs(schedule, nominal, herdJitterMs);
   return { nominalTime: nominal, scheduledFor: jitteredFireTime(jobId, nominal, window) };
 }
@@ -53,7 +64,12 @@ export function planDueOccurrences(
     lateToleranceMs: opts.lateToleranceMs ?? DEFAULT_LATE_TOLERANCE_MS,
   });
   const at = (d: Date) => occurrenceAt(job.jobId, job.schedule, job.policies.jitterMs, d, opts.herdJitterMs);
-  const skips = plan.skipped.map((s) => ({ reason: s.reason as string, firstNominal: s.firstNominal, lastNominal: s.lastNominal, occurrences: s.count }));
+  const skips = plan.skipped.map((s) => ({
+    reason: s.reason as string,
+    firstNominal: s.firstNominal,
+    lastNominal: s.lastNominal,
+    occurrences: s.count,
+  }));
   if (job.policies.overlap === 'FORBID' && previousFireInFlight && plan.fires.length > 0) {
     const first = plan.fires[0]!.nominal;
     const last = plan.fires[plan.fires.length - 1]!.nominal;

@@ -2,7 +2,13 @@
  * The wire form of a job: the snake_case JSON that REST, gRPC JSON, Kafka commands and the
  * store's jsonb columns share. Parsing validates every field and names the bad ones.
  */
-import { DEFAULT_RETRY_POLICY, MISFIRE_POLICIES, OVERLAP_POLICIES, type JobPolicies, type RetryPolicy } from './policies';
+import {
+  DEFAULT_RETRY_POLICY,
+  MISFIRE_POLICIES,
+  OVERLAP_POLICIES,
+  type JobPolicies,
+  type RetryPolicy,
+} from './policies';
 import { HTTP_METHODS, TARGET_TYPES, type Target } from './target';
 import { FieldReader, type FieldViolation, type Validated } from './validation';
 import { JOB_ID_PATTERN, TENANT_ID_PATTERN, type Job, type JobDefinition, type JsonValue } from './job';
@@ -39,10 +45,18 @@ export function parseJobDefinition(
   const jobId =
     body.job_id === undefined
       ? ctx.newJobId()
-      : r.string(body.job_id, 'job_id', { required: true, pattern: JOB_ID_PATTERN, hint: 'must be 1-128 characters of letters, digits, . _ : -' });
+      : r.string(body.job_id, 'job_id', {
+          required: true,
+          pattern: JOB_ID_PATTERN,
+          hint: 'must be 1-128 characters of letters, digits, . _ : -',
+        });
   const tenantId =
     ctx.tenantId ??
-    r.string(body.tenant_id ?? 'default', 'tenant_id', { required: true, pattern: TENANT_ID_PATTERN, hint: 'must be 1-64 characters of letters, digits, . _ -' });
+    r.string(body.tenant_id ?? 'default', 'tenant_id', {
+      required: true,
+      pattern: TENANT_ID_PATTERN,
+      hint: 'must be 1-64 characters of letters, digits, . _ -',
+    });
 
   let schedule: Schedule | undefined;
   if (body.schedule === undefined || body.schedule === null) r.fail('schedule', 'is required');
@@ -57,7 +71,16 @@ export function parseJobDefinition(
   const policies = parsePolicies(body.policies, r.child('policies'), ctx.limits, r);
   const labels = r.stringMap(body.labels, 'labels');
 
-  if (r.violations.length > 0 || !jobId || !tenantId || !schedule || !target || payload === undefined || !policies || !labels) {
+  if (
+    r.violations.length > 0 ||
+    !jobId ||
+    !tenantId ||
+    !schedule ||
+    !target ||
+    payload === undefined ||
+    !policies ||
+    !labels
+  ) {
     return { ok: false, violations: r.violations };
   }
   return { ok: true, value: { jobId, tenantId, schedule, target, payload, policies, labels } };
@@ -71,7 +94,8 @@ function parseTarget(raw: unknown, r: FieldReader): Target | undefined {
   if (type === 'webhook') {
     r.noUnknownKeys(t, ['type', 'url', 'method', 'headers', 'timeout_ms', 'success_status'], 'target');
     const url = r.string(t.url, 'target.url', { required: true });
-    if (url !== undefined && !isHttpUrl(url)) r.fail('target.url', 'must be an absolute http:// or https:// URL');
+    if (url !== undefined && !isHttpUrl(url))
+      r.fail('target.url', 'must be an absolute http:// or https:// URL');
     const method = r.oneOf(t.method, 'target.method', HTTP_METHODS, 'POST');
     const timeoutMs = r.integer(t.timeout_ms ?? 10_000, 'target.timeout_ms', { min: 100, max: 15 * 60_000 });
     const range = parseStatusRange(t.success_status, r);
@@ -80,7 +104,11 @@ function parseTarget(raw: unknown, r: FieldReader): Target | undefined {
   }
   if (type === 'kafka') {
     r.noUnknownKeys(t, ['type', 'topic', 'key', 'headers'], 'target');
-    const topic = r.string(t.topic, 'target.topic', { required: true, pattern: /^[A-Za-z0-9._-]{1,249}$/, hint: 'must be a valid Kafka topic name' });
+    const topic = r.string(t.topic, 'target.topic', {
+      required: true,
+      pattern: /^[A-Za-z0-9._-]{1,249}$/,
+      hint: 'must be a valid Kafka topic name',
+    });
     const key = t.key === undefined || t.key === null ? null : r.string(t.key, 'target.key');
     if (!topic || key === undefined || !headers) return undefined;
     return { type, topic, key, headers };
@@ -121,14 +149,22 @@ function parsePayload(raw: unknown, r: FieldReader, maxBytes: number): JsonValue
   return raw as JsonValue;
 }
 
-function parsePolicies(raw: unknown, r: FieldReader, limits: JobDefinitionLimits, root: FieldReader): JobPolicies | undefined {
+function parsePolicies(
+  raw: unknown,
+  r: FieldReader,
+  limits: JobDefinitionLimits,
+  root: FieldReader,
+): JobPolicies | undefined {
   const p = root.object(raw, 'policies', false) ?? {};
   root.noUnknownKeys(p, ['retry', 'misfire', 'catch_up_window_ms', 'overlap', 'jitter_ms'], 'policies');
   const retry = parseRetry(p.retry, r.child('retry'));
   const misfire = r.oneOf(p.misfire, 'misfire', MISFIRE_POLICIES, 'FIRE_ONCE');
   const overlap = r.oneOf(p.overlap, 'overlap', OVERLAP_POLICIES, 'ALLOW');
   const jitterMs = r.integer(p.jitter_ms ?? 0, 'jitter_ms', { min: 0, max: limits.maxJitterMs });
-  const window = p.catch_up_window_ms === undefined || p.catch_up_window_ms === null ? null : r.integer(p.catch_up_window_ms, 'catch_up_window_ms', { min: 0 });
+  const window =
+    p.catch_up_window_ms === undefined || p.catch_up_window_ms === null
+      ? null
+      : r.integer(p.catch_up_window_ms, 'catch_up_window_ms', { min: 0 });
   root.adopt(r);
   if (!retry || !misfire || !overlap || jitterMs === undefined || window === undefined) return undefined;
   return { retry, misfire, overlap, jitterMs, catchUpWindowMs: window };
@@ -143,11 +179,20 @@ function parseRetry(raw: unknown, r: FieldReader): RetryPolicy | undefined {
   const o = raw as Record<string, unknown>;
   const d = DEFAULT_RETRY_POLICY;
   const maxAttempts = r.integer(o.max_attempts ?? d.maxAttempts, 'max_attempts', { min: 1, max: 100 });
-  const initialBackoffMs = r.integer(o.initial_backoff_ms ?? d.initialBackoffMs, 'initial_backoff_ms', { min: 0 });
+  const initialBackoffMs = r.integer(o.initial_backoff_ms ?? d.initialBackoffMs, 'initial_backoff_ms', {
+    min: 0,
+  });
   const multiplier = r.number(o.multiplier ?? d.multiplier, 'multiplier', { min: 1, max: 100 });
   const maxBackoffMs = r.integer(o.max_backoff_ms ?? d.maxBackoffMs, 'max_backoff_ms', { min: 0 });
   const maxEventAgeMs = r.integer(o.max_event_age_ms ?? d.maxEventAgeMs, 'max_event_age_ms', { min: 1_000 });
-  if (maxAttempts === undefined || initialBackoffMs === undefined || multiplier === undefined || maxBackoffMs === undefined || maxEventAgeMs === undefined) return undefined;
+  if (
+    maxAttempts === undefined ||
+    initialBackoffMs === undefined ||
+    multiplier === undefined ||
+    maxBackoffMs === undefined ||
+    maxEventAgeMs === undefined
+  )
+    return undefined;
   return { maxAttempts, initialBackoffMs, multiplier, maxBackoffMs, maxEventAgeMs };
 }
 
@@ -159,11 +204,20 @@ export function scheduleToWire(s: Schedule): Record<string, JsonValue> {
     case 'interval':
       return withBounds(s, { kind: 'interval', every_ms: s.everyMs, anchor: s.anchor.toISOString() });
     case 'cron':
-      return withBounds(s, { kind: 'cron', expression: s.expression, time_zone: s.timeZone, dst_gap: s.dstGap, dst_repeat: s.dstRepeat });
+      return withBounds(s, {
+        kind: 'cron',
+        expression: s.expression,
+        time_zone: s.timeZone,
+        dst_gap: s.dstGap,
+        dst_repeat: s.dstRepeat,
+      });
   }
 }
 
-function withBounds(s: { startAt?: Date; endAt?: Date; maxFires?: number }, o: Record<string, JsonValue>): Record<string, JsonValue> {
+function withBounds(
+  s: { startAt?: Date; endAt?: Date; maxFires?: number },
+  o: Record<string, JsonValue>,
+): Record<string, JsonValue> {
   if (s.startAt) o.start_at = s.startAt.toISOString();
   if (s.endAt) o.end_at = s.endAt.toISOString();
   if (s.maxFires !== undefined) o.max_fires = s.maxFires;
@@ -181,7 +235,12 @@ export function scheduleFromWire(w: Record<string, unknown>): Schedule {
     case 'once':
       return { kind: 'once', at: new Date(w.at as string) };
     case 'interval':
-      return { kind: 'interval', everyMs: w.every_ms as number, anchor: new Date(w.anchor as string), ...bounds };
+      return {
+        kind: 'interval',
+        everyMs: w.every_ms as number,
+        anchor: new Date(w.anchor as string),
+        ...bounds,
+      };
     case 'cron':
       return {
         kind: 'cron',
@@ -200,7 +259,14 @@ export function scheduleFromWire(w: Record<string, unknown>): Schedule {
 export function targetToWire(t: Target): Record<string, JsonValue> {
   switch (t.type) {
     case 'webhook':
-      return { type: 'webhook', url: t.url, method: t.method, headers: { ...t.headers }, timeout_ms: t.timeoutMs, success_status: { ...t.successStatus } };
+      return {
+        type: 'webhook',
+        url: t.url,
+        method: t.method,
+        headers: { ...t.headers },
+        timeout_ms: t.timeoutMs,
+        success_status: { ...t.successStatus },
+      };
     case 'kafka':
       return { type: 'kafka', topic: t.topic, key: t.key, headers: { ...t.headers } };
   }
@@ -219,7 +285,12 @@ export function targetFromWire(w: Record<string, unknown>): Target {
     };
   }
   if (w.type === 'kafka') {
-    return { type: 'kafka', topic: w.topic as string, key: (w.key ?? null) as string | null, headers: (w.headers ?? {}) as Record<string, string> };
+    return {
+      type: 'kafka',
+      topic: w.topic as string,
+      key: (w.key ?? null) as string | null,
+      headers: (w.headers ?? {}) as Record<string, string>,
+    };
   }
   throw new Error(`stored target has unknown type ${String(w.type)}`);
 }

@@ -10,11 +10,15 @@ describe('fairShares', () => {
   });
 
   it('gives every tenant at least one slot when tenants outnumber the batch', () => {
-    expect(fairShares(['a', 'b', 'c'], 2, () => Number.POSITIVE_INFINITY).map((s) => s.cap)).toEqual([1, 1, 1]);
+    expect(fairShares(['a', 'b', 'c'], 2, () => Number.POSITIVE_INFINITY).map((s) => s.cap)).toEqual([
+      1, 1, 1,
+    ]);
   });
 
   it('caps a tenant by its tokens and marks it deferred by quota', () => {
-    const shares = fairShares(['capped', 'free'], 100, (t) => (t === 'capped' ? 7 : Number.POSITIVE_INFINITY));
+    const shares = fairShares(['capped', 'free'], 100, (t) =>
+      t === 'capped' ? 7 : Number.POSITIVE_INFINITY,
+    );
     expect(shares).toEqual([
       { tenantId: 'capped', cap: 7, deferredByQuota: true },
       { tenantId: 'free', cap: 50, deferredByQuota: false },
@@ -23,7 +27,8 @@ describe('fairShares', () => {
 });
 
 describe('TenantTokenBuckets', () => {
-  const buckets = () => new TenantTokenBuckets((t) => (t === 'limited' ? { ratePerSec: 10, burst: 20 } : null));
+  const buckets = () =>
+    new TenantTokenBuckets((t) => (t === 'limited' ? { ratePerSec: 10, burst: 20 } : null));
 
   it('is unlimited for tenants without a cap', () => {
     expect(buckets().available('other', 0)).toBe(Number.POSITIVE_INFINITY);

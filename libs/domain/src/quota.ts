@@ -22,7 +22,11 @@ export class TenantTokenBuckets {
     b.tokens = Math.max(0, b.tokens - count);
   }
 
-  private refill(tenantId: string, rate: { ratePerSec: number; burst: number }, nowMs: number): { tokens: number; at: number } {
+  private refill(
+    tenantId: string,
+    rate: { ratePerSec: number; burst: number },
+    nowMs: number,
+  ): { tokens: number; at: number } {
     let b = this.buckets.get(tenantId);
     if (!b) {
       b = { tokens: rate.burst, at: nowMs };
@@ -44,7 +48,11 @@ export interface TenantShare {
 }
 
 /** Splits a claim batch evenly across the tenants with due work, each capped by its available tokens. */
-export function fairShares(tenants: readonly string[], batchSize: number, available: (tenantId: string) => number): TenantShare[] {
+export function fairShares(
+  tenants: readonly string[],
+  batchSize: number,
+  available: (tenantId: string) => number,
+): TenantShare[] {
   if (tenants.length === 0) return [];
   const even = Math.max(1, Math.ceil(batchSize / tenants.length));
   return tenants.map((tenantId) => {

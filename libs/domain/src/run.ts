@@ -2,7 +2,13 @@
 import type { FenceToken } from './fence';
 
 export type RunStatus = 'RUNNING' | 'RETRYING' | 'SUCCEEDED' | 'DEAD_LETTERED' | 'SKIPPED';
-export const RUN_STATUSES: readonly RunStatus[] = ['RUNNING', 'RETRYING', 'SUCCEEDED', 'DEAD_LETTERED', 'SKIPPED'];
+export const RUN_STATUSES: readonly RunStatus[] = [
+  'RUNNING',
+  'RETRYING',
+  'SUCCEEDED',
+  'DEAD_LETTERED',
+  'SKIPPED',
+];
 
 /** A run in a final state is never executed again. */
 export function isFinalRunStatus(status: RunStatus): boolean {

@@ -14,7 +14,11 @@ export function murmur2(data: Uint8Array): number {
   const fullWords = length >>> 2;
   for (let i = 0; i < fullWords; i++) {
     const i4 = i * 4;
-    let k = (data[i4]! & 0xff) | ((data[i4 + 1]! & 0xff) << 8) | ((data[i4 + 2]! & 0xff) << 16) | ((data[i4 + 3]! & 0xff) << 24);
+    let k =
+      (data[i4]! & 0xff) |
+      ((data[i4 + 1]! & 0xff) << 8) |
+      ((data[i4 + 2]! & 0xff) << 16) |
+      ((data[i4 + 3]! & 0xff) << 24);
     k = Math.imul(k, M);
     k ^= k >>> 24;
     k = Math.imul(k, M);

@@ -6,7 +6,9 @@ export interface FieldViolation {
   readonly message: string;
 }
 
-export type Validated<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly violations: FieldViolation[] };
+export type Validated<T> =
+  | { readonly ok: true; readonly value: T }
+  | { readonly ok: false; readonly violations: FieldViolation[] };
 
 /** Thrown where a caller asked for a value that failed validation. */
 export class ValidationError extends Error {
@@ -51,7 +53,11 @@ export class FieldReader {
     return raw as Record<string, unknown>;
   }
 
-  string(raw: unknown, field: string, opts: { required?: boolean; maxLength?: number; pattern?: RegExp; hint?: string } = {}): string | undefined {
+  string(
+    raw: unknown,
+    field: string,
+    opts: { required?: boolean; maxLength?: number; pattern?: RegExp; hint?: string } = {},
+  ): string | undefined {
     if (raw === undefined || raw === null) {
       if (opts.required) this.fail(field, 'is required');
       return undefined;
@@ -75,7 +81,11 @@ export class FieldReader {
     return raw;
   }
 
-  integer(raw: unknown, field: string, opts: { required?: boolean; min?: number; max?: number } = {}): number | undefined {
+  integer(
+    raw: unknown,
+    field: string,
+    opts: { required?: boolean; min?: number; max?: number } = {},
+  ): number | undefined {
     if (raw === undefined || raw === null) {
       if (opts.required) this.fail(field, 'is required');
       return undefined;
@@ -149,7 +159,8 @@ export class FieldReader {
 
 /** Parses an ISO-8601 timestamp that carries an explicit offset or Z; undefined when it is not one. */
 export function parseInstant(raw: string): Date | undefined {
-  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/i.test(raw)) return undefined;
+  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/i.test(raw))
+    return undefined;
   const ms = Date.parse(raw);
   return Number.isNaN(ms) ? undefined : new Date(ms);
 }

@@ -13,10 +13,17 @@ export interface TopicLayout {
 const DAY_MS = 86_400_000;
 
 /** The topic specs for a deployment: commands has one partition per shard. */
-export function tickworkTopicSpecs(layout: TopicLayout, opts: { shardCount: number; firesPartitions: number; replicationFactor: number }): TopicSpec[] {
+export function tickworkTopicSpecs(
+  layout: TopicLayout,
+  opts: { shardCount: number; firesPartitions: number; replicationFactor: number },
+): TopicSpec[] {
   const rf = opts.replicationFactor;
   const minIsr = String(Math.min(2, rf));
-  const deleteAfter = (days: number) => ({ 'cleanup.policy': 'delete', 'retention.ms': String(days * DAY_MS), 'min.insync.replicas': minIsr });
+  const deleteAfter = (days: number) => ({
+    'cleanup.policy': 'delete',
+    'retention.ms': String(days * DAY_MS),
+    'min.insync.replicas': minIsr,
+  });
   return [
     { name: layout.commands, partitions: opts.shardCount, replicationFactor: rf, configs: deleteAfter(7) },
     { name: layout.commandsRejected, partitions: 1, replicationFactor: rf, configs: deleteAfter(30) },
@@ -33,8 +40,18 @@ export function tickworkTopicSpecs(layout: TopicLayout, opts: { shardCount: numb
         'min.insync.replicas': minIsr,
       },
     },
-    { name: layout.fireResults, partitions: opts.firesPartitions, replicationFactor: rf, configs: deleteAfter(7) },
-    ...layout.retryTiers.map((t) => ({ name: t.topic, partitions: opts.firesPartitions, replicationFactor: rf, configs: deleteAfter(7) })),
+    {
+      name: layout.fireResults,
+      partitions: opts.firesPartitions,
+      replicationFactor: rf,
+      configs: deleteAfter(7),
+    },
+    ...layout.retryTiers.map((t) => ({
+      name: t.topic,
+      partitions: opts.firesPartitions,
+      replicationFactor: rf,
+      configs: deleteAfter(7),
+    })),
     { name: layout.deadLetters, partitions: 1, replicationFactor: rf, configs: deleteAfter(30) },
   ];
 }
@@ -45,16 +62,34 @@ export class TopicLayoutError extends Error {}
  * Creates missing topics and corrects drifted configs. A commands topic whose partition count
  * differs from the shard count is refused: shards are partitions, so changing it re-homes jobs.
  */
-export async function provisionTopics(admin: TopicAdmin, specs: readonly TopicSpec[], commandsTopic: string): Promise<{ created: string[]; altered: string[] }> {
+export async function provisionTopics(
+  admin: TopicAdmin,
+  specs: readonly TopicSpec[],
+  commandsTopic: string,
+): Promise<{ created: string[]; altered: string[] }> {
   const keys = [...new Set(specs.flatMap((s) => Object.keys(s.configs)))];
-  const existing = new Map((await admin.describeTopics(specs.map((s) => s.name), keys)).map((d) => [d.name, d]));
+  const existing = new Map(
+    (
+      await admin.describeTopics(
+        specs.map((s) => s.name),
+        keys,
+      )
+    ).map((d) => [d.name, d]),
+  );
   const missing = specs.filter((s) => !existing.has(s.name));
   if (missing.length > 0) {
     try {
       await admin.createTopics(missing);
     } catch (e) {
       // Another process may have created them at the same moment; re-check below.
-      const now = new Set((await admin.describeTopics(missing.map((s) => s.name), [])).map((d) => d.name));
+      const now = new Set(
+        (
+          await admin.describeTopics(
+            missing.map((s) => s.name),
+            [],
+          )
+        ).map((d) => d.name),
+      );
       if (missing.some((m) => !now.has(m.name))) throw e;
     }
   }

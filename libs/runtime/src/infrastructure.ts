@@ -3,7 +3,14 @@
  * the Kafka bus with its topics provisioned, and the event codecs registered in the registry.
  */
 import type { TickworkConfig } from '@tickwork/config';
-import { createKafkaBus, EventCodecs, provisionTopics, tickworkTopicSpecs, type BusLogger, type MessageBus } from '@tickwork/messaging';
+import {
+  createKafkaBus,
+  EventCodecs,
+  provisionTopics,
+  tickworkTopicSpecs,
+  type BusLogger,
+  type MessageBus,
+} from '@tickwork/messaging';
 import { createPool, ensureDatabase, migrate, type Pool, type PoolOptions } from '@tickwork/store';
 
 /** Opens the database: creates it if missing and applies pending migrations. */
@@ -42,7 +49,12 @@ export async function openMessaging(config: TickworkConfig, log?: BusLogger): Pr
 }
 
 /** Resolves when `check` returns true, polling until `timeoutMs`; rejects with `what` otherwise. */
-export async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number, everyMs = 250): Promise<void> {
+export async function waitFor(
+  what: string,
+  check: () => Promise<boolean>,
+  timeoutMs: number,
+  everyMs = 250,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < deadline) {
@@ -53,5 +65,7 @@ export async function waitFor(what: string, check: () => Promise<boolean>, timeo
     }
     await new Promise((r) => setTimeout(r, everyMs));
   }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+  throw new Error(
+    `timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`,
+  );
 }

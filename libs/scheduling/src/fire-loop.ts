@@ -66,7 +66,8 @@ export class FireLoop {
         this.events.onError?.(e as Error);
       }
       // A full batch means more is due: go again at once. Otherwise wait for the next tick.
-      if (claimed < this.opts.batchSize) await this.sleep(Math.max(0, this.opts.tickMs - (Date.now() - started)));
+      if (claimed < this.opts.batchSize)
+        await this.sleep(Math.max(0, this.opts.tickMs - (Date.now() - started)));
     }
   }
 
@@ -76,30 +77,47 @@ export class FireLoop {
     if (shards.length === 0) return 0;
     if (Date.now() - this.lastRelay >= Math.max(this.opts.tickMs, 1_000)) {
       this.lastRelay = Date.now();
-      const orphaned = await this.fires.pendingFires({ owner: this.opts.owner, shards, minAgeMs: this.opts.relayAgeMs, limit: this.opts.batchSize });
+      const orphaned = await this.fires.pendingFires({
+        owner: this.opts.owner,
+        shards,
+        minAgeMs: this.opts.relayAgeMs,
+        limit: this.opts.batchSize,
+      });
       if (orphaned.length > 0) await this.enqueue(orphaned, true);
     }
     const buckets = this.opts.buckets;
     const deferred: string[] = [];
     const tenantCaps = (tenants: readonly string[]) => {
       const nowMs = Date.now();
-      const shares = fairShares(tenants, this.opts.batchSize, (t) => buckets?.available(t, nowMs) ?? Number.POSITIVE_INFINITY);
+      const shares = fairShares(
+        tenants,
+        this.opts.batchSize,
+        (t) => buckets?.available(t, nowMs) ?? Number.POSITIVE_INFINITY,
+      );
       for (const s of shares) if (s.deferredByQuota) deferred.push(s.tenantId);
       return new Map(shares.map((s) => [s.tenantId, s.cap]));
     };
     const result = await this.fires.claimDueJobs(
-      { owner: this.opts.owner, shards, limit: this.opts.batchSize, lookaheadMs: this.opts.lookaheadMs, tenantCaps },
+      {
+        owner: this.opts.owner,
+        shards,
+        limit: this.opts.batchSize,
+        lookaheadMs: this.opts.lookaheadMs,
+        tenantCaps,
+      },
       this.planner,
     );
     if (buckets && result.fires.length > 0) {
       const perTenant = new Map<string, number>();
-      for (const f of result.fires) perTenant.set(f.event.tenantId, (perTenant.get(f.event.tenantId) ?? 0) + 1);
+      for (const f of result.fires)
+        perTenant.set(f.event.tenantId, (perTenant.get(f.event.tenantId) ?? 0) + 1);
       const nowMs = Date.now();
       for (const [t, n] of perTenant) buckets.consume(t, n, nowMs);
     }
     if (deferred.length > 0) this.events.onDeferred?.(deferred);
     if (result.fencedOut.length > 0) this.events.onFencedOut?.(result.fencedOut);
-    if (result.fires.length > 0 || result.skipped > 0) this.events.onClaimed?.(result.fires, result.skipped, result.now);
+    if (result.fires.length > 0 || result.skipped > 0)
+      this.events.onClaimed?.(result.fires, result.skipped, result.now);
     if (result.fires.length > 0) await this.enqueue(result.fires, false);
     return result.saturated ? this.opts.batchSize : result.scanned;
   }

@@ -77,17 +77,17 @@ export class ShardOwnership {
   }
 
   private async takeAssignment(shards: readonly number[]): Promise<void> {
-      const keep = this.held.filter((h) => shards.includes(h.shard));
-      const drop = this.held.filter((h) => !shards.includes(h.shard));
-      await this.leases.release(drop, this.owner);
-      // Renew what we keep: if someone took it in between, our epoch is stale and we re-acquire.
-      const renewed = new Set(await this.leases.renew(keep, this.owner, this.leaseMs));
-      const stillHeld = keep.filter((h) => renewed.has(h.shard));
-      const toAcquire = shards.filter((s) => !renewed.has(s));
-      const acquired = await this.leases.acquire(toAcquire, this.owner, this.leaseMs);
-      this.held = [...stillHeld, ...acquired].sort((a, b) => a.shard - b.shard);
-      this.suspended = false;
-      this.events.onChange?.(this.held);
+    const keep = this.held.filter((h) => shards.includes(h.shard));
+    const drop = this.held.filter((h) => !shards.includes(h.shard));
+    await this.leases.release(drop, this.owner);
+    // Renew what we keep: if someone took it in between, our epoch is stale and we re-acquire.
+    const renewed = new Set(await this.leases.renew(keep, this.owner, this.leaseMs));
+    const stillHeld = keep.filter((h) => renewed.has(h.shard));
+    const toAcquire = shards.filter((s) => !renewed.has(s));
+    const acquired = await this.leases.acquire(toAcquire, this.owner, this.leaseMs);
+    this.held = [...stillHeld, ...acquired].sort((a, b) => a.shard - b.shard);
+    this.suspended = false;
+    this.events.onChange?.(this.held);
   }
 
   /** Releases everything (shutdown). */

@@ -21,7 +21,11 @@ export function listMigrations(dir = MIGRATIONS_DIR): Migration[] {
   return readdirSync(dir)
     .filter((f) => /^\d{4}_[a-z0-9_]+\.sql$/.test(f))
     .sort()
-    .map((f) => ({ version: Number(f.slice(0, 4)), name: f.replace(/\.sql$/, ''), sql: readFileSync(join(dir, f), 'utf8') }));
+    .map((f) => ({
+      version: Number(f.slice(0, 4)),
+      name: f.replace(/\.sql$/, ''),
+      sql: readFileSync(join(dir, f), 'utf8'),
+    }));
 }
 
 /** Brings the database up to the newest migration; returns the versions it applied. */
@@ -32,16 +36,24 @@ export async function migrate(pool: Pool, migrations = listMigrations()): Promis
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
     await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
-    const done = new Set((await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version));
+    const done = new Set(
+      (await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map(
+        (r) => r.version,
+      ),
+    );
     const newest = Math.max(0, ...done);
     const known = Math.max(0, ...migrations.map((m) => m.version));
-    if (newest > known) throw new Error(`database schema is at version ${newest}, newer than this build knows (${known})`);
+    if (newest > known)
+      throw new Error(`database schema is at version ${newest}, newer than this build knows (${known})`);
     for (const m of migrations) {
       if (done.has(m.version)) continue;
       await client.query('BEGIN');
       try {
         await client.query(m.sql);
-        await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
+        await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [
+          m.version,
+          m.name,
+        ]);
         await client.query('COMMIT');
         applied.push(m.version);
       } catch (e) {

@@ -107,7 +107,8 @@ export class FireRepository {
       const caps = req.tenantCaps?.(tenantIds) ?? new Map(tenantIds.map((t) => [t, req.limit]));
       // A tenant's cap is spread over the shards where it has due work.
       const shardsPerTenant = new Map<string, number>();
-      for (const r of tenants.rows) shardsPerTenant.set(r.tenant_id, (shardsPerTenant.get(r.tenant_id) ?? 0) + 1);
+      for (const r of tenants.rows)
+        shardsPerTenant.set(r.tenant_id, (shardsPerTenant.get(r.tenant_id) ?? 0) + 1);
       const q = { shard: [] as number[], tenant: [] as string[], cap: [] as number[] };
       for (const r of tenants.rows) {
         const cap = Math.ceil((caps.get(r.tenant_id) ?? 0) / shardsPerTenant.get(r.tenant_id)!);
@@ -122,7 +123,9 @@ export class FireRepository {
         `SELECT d.*, q.cap AS slot
            FROM unnest($1::int[], $2::text[], $3::int[]) AS q(shard, tenant_id, cap)
            CROSS JOIN LATERAL (
-             SELECT ${JOB_COLUMNS.split(', ').map((c) => `j.${c}`).join(', ')},
+             SELECT ${JOB_COLUMNS.split(', ')
+               .map((c) => `j.${c}`)
+               .join(', ')},
                     (j.policies->>'overlap' = 'FORBID' AND EXISTS (
                       SELECT 1 FROM fires f
                         LEFT JOIN job_runs r ON r.job_id = f.job_id AND r.fence_token = f.fence_token
@@ -141,9 +144,13 @@ export class FireRepository {
       );
       if (due.rows.length === 0) return idle;
       const perGroup = new Map<string, number>();
-      for (const r of due.rows) perGroup.set(`${r.shard}|${r.tenant_id}`, (perGroup.get(`${r.shard}|${r.tenant_id}`) ?? 0) + 1);
+      for (const r of due.rows)
+        perGroup.set(`${r.shard}|${r.tenant_id}`, (perGroup.get(`${r.shard}|${r.tenant_id}`) ?? 0) + 1);
       const saturated = q.shard.some((s, i) => (perGroup.get(`${s}|${q.tenant[i]}`) ?? 0) >= q.cap[i]!);
-      const dueJobs = due.rows.map((r) => ({ job: jobFromRow(r), previousFireInFlight: r.in_flight === true }));
+      const dueJobs = due.rows.map((r) => ({
+        job: jobFromRow(r),
+        previousFireInFlight: r.in_flight === true,
+      }));
       const result = await this.applyPlans(client, req.owner, now, fencedOut, dueJobs, plan);
       return { ...result, saturated };
     });
@@ -157,7 +164,13 @@ export class FireRepository {
     dueJobs: DueJob[],
     plan: ClaimPlanner,
   ): Promise<Omit<ClaimResult, 'saturated'>> {
-    const upd = { id: [] as string[], n: [] as number[], next: [] as (Date | null)[], nominal: [] as (Date | null)[], status: [] as string[] };
+    const upd = {
+      id: [] as string[],
+      n: [] as number[],
+      next: [] as (Date | null)[],
+      nominal: [] as (Date | null)[],
+      status: [] as string[],
+    };
     const ins = {
       id: [] as string[],
       token: [] as number[],
@@ -167,7 +180,14 @@ export class FireRepository {
       scheduled: [] as Date[],
       event: [] as string[],
     };
-    const skip = { id: [] as string[], tenant: [] as string[], reason: [] as string[], first: [] as Date[], last: [] as Date[], count: [] as number[] };
+    const skip = {
+      id: [] as string[],
+      tenant: [] as string[],
+      reason: [] as string[],
+      first: [] as Date[],
+      last: [] as Date[],
+      count: [] as number[],
+    };
     const fires: ClaimedFire[] = [];
     let skipped = 0;
 
@@ -259,7 +279,12 @@ export class FireRepository {
    * Outbox rows of shards the caller holds that were claimed at least `minAgeMs` ago and are not
    * confirmed: fires whose claimer died between commit and produce.
    */
-  async pendingFires(req: { owner: string; shards: readonly ShardEpoch[]; minAgeMs: number; limit: number }): Promise<ClaimedFire[]> {
+  async pendingFires(req: {
+    owner: string;
+    shards: readonly ShardEpoch[];
+    minAgeMs: number;
+    limit: number;
+  }): Promise<ClaimedFire[]> {
     const { rows } = await this.pool.query<{ shard: number; event: EventSnapshot }>(
       `SELECT f.shard, f.event
          FROM fires f
