@@ -3,7 +3,7 @@
  * jitter), which are skipped or coalesced and why, and when the job is next due.
  */
 import type { Job } from './job';
-import { defaultHerdWindowMs, jitteredFireTime, planMisfire, type Schedule } from './schedule';
+import { defaultHerdWindowMs, firstFireAtOrAfter, jitteredFireTime, nextFireAfter, planMisfire, type Schedule } from './schedule';
 
 export interface ClaimPlanOptions {
   /** FIRE_ALL: most missed occurrences fired in one claim. */
@@ -74,12 +74,33 @@ export function planDueOccurrences(
     const first = plan.fires[0]!.nominal;
     const last = plan.fires[plan.fires.length - 1]!.nominal;
     skips.push({ reason: 'OVERLAP', firstNominal: first, lastNominal: last, occurrences: plan.fires.length });
-    // The schedule moves past them as a misfire SKIP would; they do not count as fires.
-    return { fires: [], skips, next: plan.nextRunAt ? at(plan.nextRunAt) : null };
+    // The schedule moves past them as a misfire SKIP would. They are not fires, so the next
+    // occurrence is computed with the fire count unchanged (max_fires is not spent on them).
+    const next = nextFireAfter(job.schedule, new Date(Math.max(last.getTime(), now.getTime())), job.firesCount);
+    return { fires: [], skips, next: next ? at(next) : null };
   }
   return {
     fires: plan.fires.map((f) => at(f.nominal)),
     skips,
     next: plan.nextRunAt ? at(plan.nextRunAt) : null,
   };
+}
+
+/**
+ * The first occurrence of a schedule being created or resumed at `now`. A one-shot whose instant
+ * has already passed is due now (its nominal time becomes `now`), so no misfire policy can
+ * swallow a job its client just asked to run.
+ */
+export function initialOccurrence(
+  jobId: string,
+  schedule: Schedule,
+  jitterMs: number,
+  now: Date,
+  herdJitterMs: number,
+  firesSoFar = 0,
+): PlannedOccurrence | null {
+  const first = firstFireAtOrAfter(schedule, now, firesSoFar);
+  if (!first) return null;
+  const nominal = schedule.kind === 'once' && first.getTime() < now.getTime() ? now : first;
+  return occurrenceAt(jobId, schedule, jitterMs, nominal, herdJitterMs);
 }

@@ -3,7 +3,8 @@
  *
  * Grammar (case-insensitive), 5 fields `minute hour day-of-month month day-of-week`, or 6 with leading seconds:
  * - every field: `*`, `n`, `a-b`, `*\/s`, `a-b/s`, `a/s` (from a to the field's maximum), comma lists;
- * - month: JAN–DEC; day-of-week: 0–7 (0 and 7 are Sunday) or SUN–SAT;
+ * - month: JAN–DEC; day-of-week: 0–7 (0 and 7 are Sunday) or SUN–SAT, where the open-ended forms `*`, `*\/s`
+ *   and `a/s` cover 0–6 (so `5/2` is Friday only, as in croner) and `7` is only a value or a range end;
  * - day-of-month: `L` (last day), `L-n` (n days before the last), `nW` (weekday nearest day n, never leaving the
  *   month; no match when the month has no day n), `LW` (last weekday), `?` (same as `*`);
  * - day-of-week: `d#n` (n-th weekday d of the month, n 1–5), `dL` or `d#L` (last weekday d), `?` (same as `*`);
@@ -28,30 +29,43 @@ const MACROS: Readonly<Record<string, string>> = {
   '@HOURLY': '0 * * * *',
 };
 
+// prettier-ignore
 const MONTH_NAMES: Readonly<Record<string, number>> = {
   JAN: 1, FEB: 2, MAR: 3, APR: 4, MAY: 5, JUN: 6, JUL: 7, AUG: 8, SEP: 9, OCT: 10, NOV: 11, DEC: 12,
-}; // prettier-ignore
-const DAY_NAMES: Readonly<Record<string, number>> = { SUN: 0, MON: 1, TUE: 2, WED: 3, THU: 4, FRI: 5, SAT: 6 };
+};
+const DAY_NAMES: Readonly<Record<string, number>> = {
+  SUN: 0,
+  MON: 1,
+  TUE: 2,
+  WED: 3,
+  THU: 4,
+  FRI: 5,
+  SAT: 6,
+};
 
 interface FieldSpec {
   readonly label: string;
   readonly min: number;
   readonly max: number;
+  /** Where `*`, `*\/s` and `a/s` stop: day-of-week accepts 7 for Sunday but its week runs 0–6 (as croner). */
+  readonly openMax: number;
   readonly names?: Readonly<Record<string, number>>;
 }
 
-const SECOND: FieldSpec = { label: 'second', min: 0, max: 59 };
-const MINUTE: FieldSpec = { label: 'minute', min: 0, max: 59 };
-const HOUR: FieldSpec = { label: 'hour', min: 0, max: 23 };
-const DAY_OF_MONTH: FieldSpec = { label: 'day-of-month', min: 1, max: 31 };
-const MONTH: FieldSpec = { label: 'month', min: 1, max: 12, names: MONTH_NAMES };
-const DAY_OF_WEEK: FieldSpec = { label: 'day-of-week', min: 0, max: 7, names: DAY_NAMES };
+const SECOND: FieldSpec = { label: 'second', min: 0, max: 59, openMax: 59 };
+const MINUTE: FieldSpec = { label: 'minute', min: 0, max: 59, openMax: 59 };
+const HOUR: FieldSpec = { label: 'hour', min: 0, max: 23, openMax: 23 };
+const DAY_OF_MONTH: FieldSpec = { label: 'day-of-month', min: 1, max: 31, openMax: 31 };
+const MONTH: FieldSpec = { label: 'month', min: 1, max: 12, openMax: 12, names: MONTH_NAMES };
+const DAY_OF_WEEK: FieldSpec = { label: 'day-of-week', min: 0, max: 7, openMax: 6, names: DAY_NAMES };
 
 /** A cron expression that failed to parse; `message` says which field and why. */
 class CronSyntaxError extends Error {}
 
 /** Outcome of `parseCron`. */
-export type CronParseResult = { readonly ok: true; readonly cron: ParsedCron } | { readonly ok: false; readonly message: string };
+export type CronParseResult =
+  | { readonly ok: true; readonly cron: ParsedCron }
+  | { readonly ok: false; readonly message: string };
 
 /** The six fields of a cron expression after macro expansion, seconds first. */
 export interface CronFields {
@@ -149,7 +163,9 @@ export class ParsedCron {
     if (text.startsWith('@')) {
       const expanded = MACROS[text];
       if (expanded === undefined) {
-        throw new CronSyntaxError(`unknown macro '${expression.trim()}' (known: ${Object.keys(MACROS).join(' ').toLowerCase()})`);
+        throw new CronSyntaxError(
+          `unknown macro '${expression.trim()}' (known: ${Object.keys(MACROS).join(' ').toLowerCase()})`,
+        );
       }
       text = expanded;
     }
@@ -160,9 +176,15 @@ export class ParsedCron {
       );
     }
     this.hasSeconds = parts.length === 6;
-    const [second, minute, hour, dayOfMonth, month, dayOfWeek] = (this.hasSeconds ? parts : ['0', ...parts]) as [
-      string, string, string, string, string, string,
-    ]; // prettier-ignore
+    const six = (this.hasSeconds ? parts : ['0', ...parts]) as [
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+    ];
+    const [second, minute, hour, dayOfMonth, month, dayOfWeek] = six;
     this.fields = { second, minute, hour, dayOfMonth, month, dayOfWeek };
 
     const secondSet = parsePlainField(second, SECOND);
@@ -191,7 +213,10 @@ export class ParsedCron {
         else if (item === 'LW') domLastWeekday = true;
         else if ((match = /^L-(\d+)$/.exec(item)) !== null) {
           const back = Number(match[1]);
-          if (back > 30) throw new CronSyntaxError(`day-of-month field: 'L-${back}' reaches before the 1st (at most L-30)`);
+          if (back > 30)
+            throw new CronSyntaxError(
+              `day-of-month field: 'L-${back}' reaches before the 1st (at most L-30)`,
+            );
           domLastMinus.push(back);
         } else if ((match = /^(\d+)W$/.exec(item)) !== null) {
           domNearestWeekday.push(checkedValue(Number(match[1]), DAY_OF_MONTH, item));
@@ -216,13 +241,20 @@ export class ParsedCron {
       for (const item of splitList(dayOfWeek, DAY_OF_WEEK)) {
         let match: RegExpExecArray | null;
         if (item === 'L') {
-          throw new CronSyntaxError(`day-of-week field: 'L' needs a weekday, e.g. '5L' or 'FRIL' for the last Friday`);
-        } else if ((match = /^([A-Z0-9]+)#L$/.exec(item)) !== null || (match = /^([A-Z]{3}|\d+)L$/.exec(item)) !== null) {
-          dowLastMask |= 1 << (parseValue(match[1] as string, DAY_OF_WEEK) % 7);
+          throw new CronSyntaxError(
+            `day-of-week field: 'L' needs a weekday, e.g. '5L' or 'FRIL' for the last Friday`,
+          );
+        } else if (
+          (match = /^([A-Z0-9]+)#L$/.exec(item)) !== null ||
+          (match = /^([A-Z]{3}|\d+)L$/.exec(item)) !== null
+        ) {
+          dowLastMask |= 1 << parseValue(match[1] as string, DAY_OF_WEEK) % 7;
         } else if ((match = /^([A-Z0-9]+)#(\d+)$/.exec(item)) !== null) {
           const nth = Number(match[2]);
           if (nth < 1 || nth > 5) {
-            throw new CronSyntaxError(`day-of-week field: '${item}' asks for occurrence ${nth}; a month has occurrences 1-5`);
+            throw new CronSyntaxError(
+              `day-of-week field: '${item}' asks for occurrence ${nth}; a month has occurrences 1-5`,
+            );
           }
           dowNth.push([parseValue(match[1] as string, DAY_OF_WEEK) % 7, nth]);
         } else {
@@ -394,7 +426,9 @@ export class ParsedCron {
       }
     }
 
-    return this.dayOfMonthRestricted && this.dayOfWeekRestricted ? byMonthDay | byWeekDay : byMonthDay & byWeekDay;
+    return this.dayOfMonthRestricted && this.dayOfWeekRestricted
+      ? byMonthDay | byWeekDay
+      : byMonthDay & byWeekDay;
   }
 }
 
@@ -419,7 +453,8 @@ function splitList(field: string, spec: FieldSpec): string[] {
 
 /** Second, minute, hour and month: only numbers/names, ranges, steps and lists. */
 function parsePlainField(field: string, spec: FieldSpec): boolean[] {
-  if (field === '?') throw new CronSyntaxError(`${spec.label} field: '?' is only allowed in day-of-month and day-of-week`);
+  if (field === '?')
+    throw new CronSyntaxError(`${spec.label} field: '?' is only allowed in day-of-month and day-of-week`);
   const set = new Array<boolean>(spec.max + 1).fill(false);
   for (const item of splitList(field, spec)) addItem(item, spec, set);
   return set;
@@ -430,27 +465,36 @@ function addItem(item: string, spec: FieldSpec, set: boolean[]): void {
   if (match === null) throw new CronSyntaxError(`${spec.label} field: '${item}' is not valid`);
   const [, range = '', stepText] = match;
   let from = spec.min;
-  let to = spec.max;
+  let to = spec.openMax;
   if (range !== '*') {
     const dash = range.indexOf('-');
     if (dash < 0) {
       from = parseValue(range, spec);
-      // `a/s` runs from a to the field's maximum (Quartz, croner); a bare `a` is just a.
-      to = stepText === undefined ? from : spec.max;
+      // `a/s` runs from a to the field's end (Quartz, croner); a bare `a` is just a.
+      if (stepText === undefined) to = from;
+      else if (from > spec.openMax) {
+        throw new CronSyntaxError(
+          `${spec.label} field: '${item}' starts after ${spec.openMax}, the end of the field (use 0 for Sunday)`,
+        );
+      }
     } else {
       from = parseValue(range.slice(0, dash), spec);
       to = parseValue(range.slice(dash + 1), spec);
       if (from > to) {
-        throw new CronSyntaxError(`${spec.label} field: range '${range}' runs backwards (write it as a list of two ranges)`);
+        throw new CronSyntaxError(
+          `${spec.label} field: range '${range}' runs backwards (write it as a list of two ranges)`,
+        );
       }
     }
   }
   let step = 1;
   if (stepText !== undefined) {
     step = Number(stepText);
-    const span = spec.max - spec.min + 1;
+    const span = spec.openMax - spec.min + 1;
     if (step < 1 || step > span) {
-      throw new CronSyntaxError(`${spec.label} field: step ${stepText} in '${item}' must be between 1 and ${span}`);
+      throw new CronSyntaxError(
+        `${spec.label} field: step ${stepText} in '${item}' must be between 1 and ${span}`,
+      );
     }
   }
   for (let v = from; v <= to; v += step) set[v] = true;

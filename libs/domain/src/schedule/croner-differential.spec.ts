@@ -67,7 +67,7 @@ class ExpressionGenerator {
       const day = this.weekday();
       return [`${day}L`, `${day}#L`];
     }
-    const field = this.field(0, 7, 0.55, (v) => (v < 7 ? DAYS[v] : undefined));
+    const field = this.field(0, 7, 0.55, (v) => (v < 7 ? DAYS[v] : undefined), 6);
     return [field, field];
   }
 
@@ -76,16 +76,24 @@ class ExpressionGenerator {
     return this.chance(0.4) ? (DAYS[day] as string) : String(day);
   }
 
-  private field(min: number, max: number, wildcard: number, name?: (v: number) => string | undefined): string {
+  private field(
+    min: number,
+    max: number,
+    wildcard: number,
+    name?: (v: number) => string | undefined,
+    openMax = max,
+  ): string {
     if (this.chance(wildcard)) return '*';
     const items = new Set<string>();
     const count = this.int(1, 3);
-    for (let i = 0; i < count; i++) items.add(this.item(min, max, name));
+    for (let i = 0; i < count; i++) items.add(this.item(min, max, openMax, name));
     return [...items].join(',');
   }
 
-  private item(min: number, max: number, name?: (v: number) => string | undefined): string {
-    const value = (v: number): string => (name !== undefined && this.chance(0.3) ? (name(v) ?? String(v)) : String(v));
+  /** `openMax`: where open-ended items (`*\/s`, `a/s`) stop; day-of-week takes 7 only as a value. */
+  private item(min: number, max: number, openMax: number, name?: (v: number) => string | undefined): string {
+    const value = (v: number): string =>
+      name !== undefined && this.chance(0.3) ? (name(v) ?? String(v)) : String(v);
     const a = this.int(min, max);
     const b = this.int(a, max);
     switch (this.int(0, 5)) {
@@ -95,11 +103,13 @@ class ExpressionGenerator {
       case 2:
         return `${value(a)}-${value(b)}`;
       case 3:
-        return `*/${this.int(2, Math.max(2, Math.floor((max - min) / 2)))}`;
+        return `*/${this.int(2, Math.max(2, Math.floor((openMax - min) / 2)))}`;
       case 4:
         return `${a}-${b}/${this.int(1, Math.max(1, b - a))}`;
-      default:
-        return `${a}/${this.int(1, Math.max(1, max - a))}`;
+      default: {
+        const start = Math.min(a, openMax);
+        return `${start}/${this.int(1, Math.max(1, openMax - start))}`;
+      }
     }
   }
 }
@@ -108,7 +118,10 @@ class ExpressionGenerator {
 function transitionWindows(zone: string): number[] {
   const formatter = new Intl.DateTimeFormat('en-US', { timeZone: zone, timeZoneName: 'longOffset' });
   const windows: number[] = [];
-  let previous = formatter.format(FROM - 400 * DAY).split(' ').pop();
+  let previous = formatter
+    .format(FROM - 400 * DAY)
+    .split(' ')
+    .pop();
   for (let t = FROM - 400 * DAY; t <= TABULATED_UNTIL; t += 6 * 3_600_000) {
     const offset = formatter.format(t).split(' ').pop();
     if (offset !== previous) windows.push(t);
@@ -117,7 +130,13 @@ function transitionWindows(zone: string): number[] {
   return windows;
 }
 
-const cron = (expression: string, timeZone: string): CronSchedule => ({ kind: 'cron', expression, timeZone, dstGap: 'AUTO', dstRepeat: 'AUTO' });
+const cron = (expression: string, timeZone: string): CronSchedule => ({
+  kind: 'cron',
+  expression,
+  timeZone,
+  dstGap: 'AUTO',
+  dstRepeat: 'AUTO',
+});
 
 function oursAfter(schedule: CronSchedule, start: number, count: number): (number | null)[] {
   const out: (number | null)[] = [];
@@ -147,6 +166,7 @@ describe('nextFireAfter agrees with croner', () => {
     let rejectedByCroner = 0;
     let neverFiring = 0;
     const crashedCroner: string[] = [];
+    const cronerSkips: string[] = [];
 
     for (let n = 0; n < 2_400; n++) {
       const [ours, theirs] = generator.expression();
@@ -186,8 +206,18 @@ describe('nextFireAfter agrees with croner', () => {
             comparedInDstZones++;
           }
           comparisons++;
+          if (a !== null && (b === null || a < b) && reference.nextRun(new Date(a - 1))?.getTime() === a) {
+            // croner itself matches our earlier answer, yet stepped over it: its February-overflow bug
+            // (it skips March 1st when the day field holds 29–31, like croniter#178); not ours to copy.
+            cronerSkips.push(
+              `'${theirs}' in ${zone} after ${new Date(start).toISOString()}: ${new Date(a).toISOString()}`,
+            );
+            break;
+          }
           if (a !== b) {
-            mismatches.push(`'${ours}' in ${zone} after ${new Date(start).toISOString()} #${i}: ours ${a === null ? null : new Date(a).toISOString()}, croner ${b === null ? null : new Date(b).toISOString()}`);
+            mismatches.push(
+              `'${ours}' in ${zone} after ${new Date(start).toISOString()} #${i}: ours ${a === null ? null : new Date(a).toISOString()}, croner ${b === null ? null : new Date(b).toISOString()}`,
+            );
             break;
           }
         }
@@ -196,13 +226,26 @@ describe('nextFireAfter agrees with croner', () => {
       if (counted) expressions++;
     }
 
-    console.log(crashedCroner);
     expect(mismatches.slice(0, 10)).toEqual([]);
+    expect(crashedCroner).toEqual([]);
+    expect(cronerSkips.length).toBeLessThan(10);
     expect(expressions).toBeGreaterThanOrEqual(2_000);
     expect(comparisons).toBeGreaterThan(15_000);
     expect(comparedInDstZones).toBeGreaterThan(3_000);
     // The generator should rarely produce something croner refuses or that never fires.
     expect(rejectedByCroner + neverFiring).toBeLessThan(200);
+  }, 120_000);
+
+  it('fires on March 1st for 0 0 30,1 * * where croner 9.1.0, starting in February, skips it', () => {
+    const start = Date.parse('2026-02-20T00:00:00Z');
+    expect(
+      oursAfter(cron('0 0 30,1 * *', 'UTC'), start, 2).map((t) => new Date(t ?? 0).toISOString()),
+    ).toEqual(['2026-03-01T00:00:00.000Z', '2026-03-30T00:00:00.000Z']);
+    const reference = new Cron('0 0 30,1 * *', { timezone: 'UTC', paused: true });
+    expect(reference.nextRun(new Date(start))?.toISOString()).toBe('2026-03-30T00:00:00.000Z');
+    expect(reference.nextRun(new Date('2026-02-28T23:59:59Z'))?.toISOString()).toBe(
+      '2026-03-01T00:00:00.000Z',
+    );
   });
 
   it.each([

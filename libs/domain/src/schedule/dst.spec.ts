@@ -10,7 +10,12 @@ const REPEATS: readonly DstRepeatPolicy[] = ['AUTO', 'FIRST', 'LAST', 'BOTH'];
 const COMBINATIONS = GAPS.flatMap((gap) => REPEATS.map((repeat) => [gap, repeat] as const));
 const MINUTE = 60_000;
 
-function cron(expression: string, timeZone: string, dstGap: DstGapPolicy = 'AUTO', dstRepeat: DstRepeatPolicy = 'AUTO'): CronSchedule {
+function cron(
+  expression: string,
+  timeZone: string,
+  dstGap: DstGapPolicy = 'AUTO',
+  dstRepeat: DstRepeatPolicy = 'AUTO',
+): CronSchedule {
   return { kind: 'cron', expression, timeZone, dstGap, dstRepeat };
 }
 
@@ -32,7 +37,8 @@ function local(instant: Date, timeZone: string): string {
     });
     formatters.set(timeZone, formatter);
   }
-  const part = (type: string): string => formatter.formatToParts(instant).find((p) => p.type === type)?.value ?? '';
+  const part = (type: string): string =>
+    formatter.formatToParts(instant).find((p) => p.type === type)?.value ?? '';
   const offset = part('timeZoneName').replace('GMT', '') || '+00:00';
   return `${part('year')}-${part('month')}-${part('day')} ${part('hour')}:${part('minute')}:${part('second')} ${offset}`;
 }
@@ -41,7 +47,11 @@ function local(instant: Date, timeZone: string): string {
 function instantsBetween(schedule: CronSchedule, from: string, to: string): number[] {
   const end = Date.parse(to);
   const out: number[] = [];
-  for (let at = firstFireAtOrAfter(schedule, new Date(from)); at !== null && at.getTime() < end; at = nextFireAfter(schedule, at)) {
+  for (
+    let at = firstFireAtOrAfter(schedule, new Date(from));
+    at !== null && at.getTime() < end;
+    at = nextFireAfter(schedule, at)
+  ) {
     out.push(at.getTime());
   }
   return out;
@@ -66,7 +76,9 @@ describe('America/New_York spring forward, 2026-03-08 (02:00 EST → 03:00 EDT)'
   });
 
   it('fires every day around the change exactly once (AUTO on a fixed hour)', () => {
-    expect(firesBetween(cron('30 2 * * *', NEW_YORK), '2026-03-06T00:00:00Z', '2026-03-11T00:00:00Z')).toEqual([
+    expect(
+      firesBetween(cron('30 2 * * *', NEW_YORK), '2026-03-06T00:00:00Z', '2026-03-11T00:00:00Z'),
+    ).toEqual([
       '2026-03-06 02:30:00 -05:00',
       '2026-03-07 02:30:00 -05:00',
       '2026-03-08 03:30:00 -04:00',
@@ -76,9 +88,9 @@ describe('America/New_York spring forward, 2026-03-08 (02:00 EST → 03:00 EDT)'
   });
 
   it('SHIFT of 02:00 lands exactly on the transition instant (03:00 EDT)', () => {
-    expect(nextFireAfter(cron('0 2 * * *', NEW_YORK, 'SHIFT'), new Date('2026-03-08T00:00:00Z'))?.toISOString()).toBe(
-      '2026-03-08T07:00:00.000Z',
-    );
+    expect(
+      nextFireAfter(cron('0 2 * * *', NEW_YORK, 'SHIFT'), new Date('2026-03-08T00:00:00Z'))?.toISOString(),
+    ).toBe('2026-03-08T07:00:00.000Z');
   });
 
   it('shifts each gap occurrence of a fixed hour with a minute step, keeping their spacing', () => {
@@ -90,14 +102,18 @@ describe('America/New_York spring forward, 2026-03-08 (02:00 EST → 03:00 EDT)'
     ]);
     expect(firesBetween(cron('*/15 2 * * *', NEW_YORK, 'SKIP'), ...day)).toEqual([]);
     // Asking from inside the shifted stretch continues it.
-    expect(nextFireAfter(cron('*/15 2 * * *', NEW_YORK), new Date('2026-03-08T07:15:00Z'))?.toISOString()).toBe(
-      '2026-03-08T07:30:00.000Z',
-    );
+    expect(
+      nextFireAfter(cron('*/15 2 * * *', NEW_YORK), new Date('2026-03-08T07:15:00Z'))?.toISOString(),
+    ).toBe('2026-03-08T07:30:00.000Z');
   });
 
   it('a shifted occurrence that lands on a real one fires once', () => {
-    expect(firesBetween(cron('30 2,3 * * *', NEW_YORK, 'SHIFT'), ...day)).toEqual(['2026-03-08 03:30:00 -04:00']);
-    expect(firesBetween(cron('30 2,3 * * *', NEW_YORK, 'SKIP'), ...day)).toEqual(['2026-03-08 03:30:00 -04:00']);
+    expect(firesBetween(cron('30 2,3 * * *', NEW_YORK, 'SHIFT'), ...day)).toEqual([
+      '2026-03-08 03:30:00 -04:00',
+    ]);
+    expect(firesBetween(cron('30 2,3 * * *', NEW_YORK, 'SKIP'), ...day)).toEqual([
+      '2026-03-08 03:30:00 -04:00',
+    ]);
   });
 
   it.each(COMBINATIONS)('*/15 * * * * stays every 15 real minutes (gap %s / repeat %s)', (gap, repeat) => {
@@ -115,11 +131,9 @@ describe('America/New_York spring forward, 2026-03-08 (02:00 EST → 03:00 EDT)'
   });
 
   it('hourly (hour wildcard) follows real time; every-2-hours loses 02:00', () => {
-    expect(firesBetween(cron('0 * * * *', NEW_YORK), '2026-03-08T05:30:00Z', '2026-03-08T08:30:00Z')).toEqual([
-      '2026-03-08 01:00:00 -05:00',
-      '2026-03-08 03:00:00 -04:00',
-      '2026-03-08 04:00:00 -04:00',
-    ]);
+    expect(firesBetween(cron('0 * * * *', NEW_YORK), '2026-03-08T05:30:00Z', '2026-03-08T08:30:00Z')).toEqual(
+      ['2026-03-08 01:00:00 -05:00', '2026-03-08 03:00:00 -04:00', '2026-03-08 04:00:00 -04:00'],
+    );
     expect(firesBetween(cron('0 */2 * * *', NEW_YORK), ...day)).toEqual([
       '2026-03-08 00:00:00 -05:00',
       '2026-03-08 04:00:00 -04:00',
@@ -152,39 +166,70 @@ describe('America/New_York fall back, 2026-11-01 (02:00 EDT → 01:00 EST)', () 
 
   it('next after the first copy depends on the policy', () => {
     const afterFirst = new Date('2026-11-01T05:30:00Z');
-    expect(nextFireAfter(cron('30 1 * * *', NEW_YORK, 'AUTO', 'BOTH'), afterFirst)?.toISOString()).toBe('2026-11-01T06:30:00.000Z');
-    expect(nextFireAfter(cron('30 1 * * *', NEW_YORK, 'AUTO', 'FIRST'), afterFirst)?.toISOString()).toBe('2026-11-02T06:30:00.000Z');
-    expect(nextFireAfter(cron('30 1 * * *', NEW_YORK, 'AUTO', 'LAST'), new Date('2026-11-01T00:00:00Z'))?.toISOString()).toBe(
+    expect(nextFireAfter(cron('30 1 * * *', NEW_YORK, 'AUTO', 'BOTH'), afterFirst)?.toISOString()).toBe(
       '2026-11-01T06:30:00.000Z',
     );
-    // Asked from inside the repeated hour (01:10 EST), FIRST has nothing left today.
-    expect(nextFireAfter(cron('30 1 * * *', NEW_YORK, 'AUTO', 'FIRST'), new Date('2026-11-01T06:10:00Z'))?.toISOString()).toBe(
+    expect(nextFireAfter(cron('30 1 * * *', NEW_YORK, 'AUTO', 'FIRST'), afterFirst)?.toISOString()).toBe(
       '2026-11-02T06:30:00.000Z',
     );
+    expect(
+      nextFireAfter(
+        cron('30 1 * * *', NEW_YORK, 'AUTO', 'LAST'),
+        new Date('2026-11-01T00:00:00Z'),
+      )?.toISOString(),
+    ).toBe('2026-11-01T06:30:00.000Z');
+    // Asked from inside the repeated hour (01:10 EST), FIRST has nothing left today.
+    expect(
+      nextFireAfter(
+        cron('30 1 * * *', NEW_YORK, 'AUTO', 'FIRST'),
+        new Date('2026-11-01T06:10:00Z'),
+      )?.toISOString(),
+    ).toBe('2026-11-02T06:30:00.000Z');
   });
 
   it('a fixed hour outside the repeated one is unaffected', () => {
-    expect(firesBetween(cron('30 2 * * *', NEW_YORK, 'AUTO', 'BOTH'), ...day)).toEqual(['2026-11-01 02:30:00 -05:00']);
+    expect(firesBetween(cron('30 2 * * *', NEW_YORK, 'AUTO', 'BOTH'), ...day)).toEqual([
+      '2026-11-01 02:30:00 -05:00',
+    ]);
     expect(firesBetween(cron('30 0 * * *', NEW_YORK, 'AUTO', 'BOTH'), ...day)).toEqual([
       '2026-11-01 00:30:00 -04:00',
       '2026-11-02 00:30:00 -05:00',
     ]);
   });
 
-  it.each(['AUTO', 'BOTH'] as const)('*/15 * * * * with repeat %s fires in both copies: every 15 real minutes', (repeat) => {
-    const instants = instantsBetween(cron('*/15 * * * *', NEW_YORK, 'AUTO', repeat), '2026-11-01T04:00:00Z', '2026-11-01T08:00:00Z');
-    expect(instants).toHaveLength(16);
-    expect(gapsOf(instants).every((g) => g === 15)).toBe(true);
-  });
+  it.each(['AUTO', 'BOTH'] as const)(
+    '*/15 * * * * with repeat %s fires in both copies: every 15 real minutes',
+    (repeat) => {
+      const instants = instantsBetween(
+        cron('*/15 * * * *', NEW_YORK, 'AUTO', repeat),
+        '2026-11-01T04:00:00Z',
+        '2026-11-01T08:00:00Z',
+      );
+      expect(instants).toHaveLength(16);
+      expect(gapsOf(instants).every((g) => g === 15)).toBe(true);
+    },
+  );
 
   it('*/15 * * * * with FIRST skips the second copy, with LAST the first', () => {
-    expect(firesBetween(cron('*/15 * * * *', NEW_YORK, 'AUTO', 'FIRST'), '2026-11-01T05:30:00Z', '2026-11-01T07:20:00Z')).toEqual([
+    expect(
+      firesBetween(
+        cron('*/15 * * * *', NEW_YORK, 'AUTO', 'FIRST'),
+        '2026-11-01T05:30:00Z',
+        '2026-11-01T07:20:00Z',
+      ),
+    ).toEqual([
       '2026-11-01 01:30:00 -04:00',
       '2026-11-01 01:45:00 -04:00',
       '2026-11-01 02:00:00 -05:00',
       '2026-11-01 02:15:00 -05:00',
     ]);
-    expect(firesBetween(cron('*/15 * * * *', NEW_YORK, 'AUTO', 'LAST'), '2026-11-01T04:30:00Z', '2026-11-01T06:20:00Z')).toEqual([
+    expect(
+      firesBetween(
+        cron('*/15 * * * *', NEW_YORK, 'AUTO', 'LAST'),
+        '2026-11-01T04:30:00Z',
+        '2026-11-01T06:20:00Z',
+      ),
+    ).toEqual([
       '2026-11-01 00:30:00 -04:00',
       '2026-11-01 00:45:00 -04:00',
       '2026-11-01 01:00:00 -05:00',
@@ -193,11 +238,9 @@ describe('America/New_York fall back, 2026-11-01 (02:00 EDT → 01:00 EST)', () 
   });
 
   it('hourly fires in both 01:00s', () => {
-    expect(firesBetween(cron('0 * * * *', NEW_YORK), '2026-11-01T04:30:00Z', '2026-11-01T07:30:00Z')).toEqual([
-      '2026-11-01 01:00:00 -04:00',
-      '2026-11-01 01:00:00 -05:00',
-      '2026-11-01 02:00:00 -05:00',
-    ]);
+    expect(firesBetween(cron('0 * * * *', NEW_YORK), '2026-11-01T04:30:00Z', '2026-11-01T07:30:00Z')).toEqual(
+      ['2026-11-01 01:00:00 -04:00', '2026-11-01 01:00:00 -05:00', '2026-11-01 02:00:00 -05:00'],
+    );
   });
 });
 
@@ -243,40 +286,65 @@ describe('Europe/London, 2026-03-29 (01:00 GMT → 02:00 BST) and 2026-10-25 (02
 describe('Australia/Lord_Howe: 30-minute DST (2026-04-05 02:00 → 01:30, 2026-10-04 02:00 → 02:30)', () => {
   it.each(COMBINATIONS)('15 2 * * * on the spring day with gap %s / repeat %s', (gap, repeat) => {
     // 02:15 does not exist; shifted by the 30-minute gap it is 02:45 +11:00.
-    expect(firesBetween(cron('15 2 * * *', LORD_HOWE, gap, repeat), '2026-10-03T12:00:00Z', '2026-10-04T12:00:00Z')).toEqual(
-      gap === 'SKIP' ? [] : ['2026-10-04 02:45:00 +11:00'],
-    );
+    expect(
+      firesBetween(
+        cron('15 2 * * *', LORD_HOWE, gap, repeat),
+        '2026-10-03T12:00:00Z',
+        '2026-10-04T12:00:00Z',
+      ),
+    ).toEqual(gap === 'SKIP' ? [] : ['2026-10-04 02:45:00 +11:00']);
   });
 
   it.each(COMBINATIONS)('45 1 * * * on the fall day with gap %s / repeat %s', (gap, repeat) => {
     const first = '2026-04-05 01:45:00 +11:00';
     const last = '2026-04-05 01:45:00 +10:30';
-    expect(firesBetween(cron('45 1 * * *', LORD_HOWE, gap, repeat), '2026-04-04T12:00:00Z', '2026-04-05T12:00:00Z')).toEqual(
-      { AUTO: [first], FIRST: [first], LAST: [last], BOTH: [first, last] }[repeat],
-    );
+    expect(
+      firesBetween(
+        cron('45 1 * * *', LORD_HOWE, gap, repeat),
+        '2026-04-04T12:00:00Z',
+        '2026-04-05T12:00:00Z',
+      ),
+    ).toEqual({ AUTO: [first], FIRST: [first], LAST: [last], BOTH: [first, last] }[repeat]);
   });
 
   it('*/15 * * * * follows real time through both half-hour changes', () => {
-    const spring = instantsBetween(cron('*/15 * * * *', LORD_HOWE), '2026-10-03T14:00:00Z', '2026-10-03T17:00:00Z');
+    const spring = instantsBetween(
+      cron('*/15 * * * *', LORD_HOWE),
+      '2026-10-03T14:00:00Z',
+      '2026-10-03T17:00:00Z',
+    );
     expect(spring).toHaveLength(12);
     expect(gapsOf(spring).every((g) => g === 15)).toBe(true);
-    const fall = instantsBetween(cron('*/15 * * * *', LORD_HOWE), '2026-04-04T14:00:00Z', '2026-04-04T17:00:00Z');
+    const fall = instantsBetween(
+      cron('*/15 * * * *', LORD_HOWE),
+      '2026-04-04T14:00:00Z',
+      '2026-04-04T17:00:00Z',
+    );
     expect(fall).toHaveLength(12);
     expect(gapsOf(fall).every((g) => g === 15)).toBe(true);
-    expect(firesBetween(cron('*/15 * * * *', LORD_HOWE, 'AUTO', 'FIRST'), '2026-04-04T14:30:00Z', '2026-04-04T15:31:00Z')).toEqual([
-      '2026-04-05 01:30:00 +11:00',
-      '2026-04-05 01:45:00 +11:00',
-      '2026-04-05 02:00:00 +10:30',
-    ]);
+    expect(
+      firesBetween(
+        cron('*/15 * * * *', LORD_HOWE, 'AUTO', 'FIRST'),
+        '2026-04-04T14:30:00Z',
+        '2026-04-04T15:31:00Z',
+      ),
+    ).toEqual(['2026-04-05 01:30:00 +11:00', '2026-04-05 01:45:00 +11:00', '2026-04-05 02:00:00 +10:30']);
   });
 });
 
 describe('Asia/Kathmandu (+05:45, no DST)', () => {
   it.each(COMBINATIONS)('0 9 * * * and */15 * * * * ignore policies (gap %s / repeat %s)', (gap, repeat) => {
-    expect(firstFireAtOrAfter(cron('0 9 * * *', KATHMANDU, gap, repeat), new Date('2026-03-08T00:00:00Z'))?.toISOString()).toBe(
-      '2026-03-08T03:15:00.000Z',
+    expect(
+      firstFireAtOrAfter(
+        cron('0 9 * * *', KATHMANDU, gap, repeat),
+        new Date('2026-03-08T00:00:00Z'),
+      )?.toISOString(),
+    ).toBe('2026-03-08T03:15:00.000Z');
+    const quarterly = instantsBetween(
+      cron('*/15 * * * *', KATHMANDU, gap, repeat),
+      '2026-03-08T00:00:00Z',
+      '2026-03-09T00:00:00Z',
     );
-    const quarterly = instantsBetween(cron('*/15 * * * *', KATHMANDU, gap, repeat), '2026-03-08T00:00:00Z', '2026-03-09T00:00:00Z');
     expect(quarterly).toHaveLength(96);
     expect(gapsOf(quarterly).every((g) => g === 15)).toBe(true);
     expect(local(new Date(quarterly[0] as number), KATHMANDU)).toBe('2026-03-08 05:45:00 +05:45');
@@ -285,21 +353,17 @@ describe('Asia/Kathmandu (+05:45, no DST)', () => {
 
 describe('zones whose midnight does not exist', () => {
   it('America/Santiago 2026-09-06: 00:00 shifts to 01:00 -03:00 (AUTO, fixed hour)', () => {
-    expect(firesBetween(cron('0 0 * * *', 'America/Santiago'), '2026-09-05T00:00:00Z', '2026-09-08T00:00:00Z')).toEqual([
-      '2026-09-05 00:00:00 -04:00',
-      '2026-09-06 01:00:00 -03:00',
-      '2026-09-07 00:00:00 -03:00',
-    ]);
+    expect(
+      firesBetween(cron('0 0 * * *', 'America/Santiago'), '2026-09-05T00:00:00Z', '2026-09-08T00:00:00Z'),
+    ).toEqual(['2026-09-05 00:00:00 -04:00', '2026-09-06 01:00:00 -03:00', '2026-09-07 00:00:00 -03:00']);
   });
 });
 
 describe('rare expressions in DST zones', () => {
   it('0 0 29 2 * in New York finds the leap days', () => {
-    expect(firesBetween(cron('0 0 29 2 *', NEW_YORK), '2026-03-01T00:00:00Z', '2036-03-01T00:00:00Z')).toEqual([
-      '2028-02-29 00:00:00 -05:00',
-      '2032-02-29 00:00:00 -05:00',
-      '2036-02-29 00:00:00 -05:00',
-    ]);
+    expect(
+      firesBetween(cron('0 0 29 2 *', NEW_YORK), '2026-03-01T00:00:00Z', '2036-03-01T00:00:00Z'),
+    ).toEqual(['2028-02-29 00:00:00 -05:00', '2032-02-29 00:00:00 -05:00', '2036-02-29 00:00:00 -05:00']);
   });
 
   it('a never-matching expression returns null instead of searching forever', () => {
@@ -307,10 +371,8 @@ describe('rare expressions in DST zones', () => {
   });
 
   it('the second Sunday of March at 02:30 (the US change day itself) shifts every year', () => {
-    expect(firesBetween(cron('30 2 * 3 SUN#2', NEW_YORK), '2026-01-01T00:00:00Z', '2028-12-31T00:00:00Z')).toEqual([
-      '2026-03-08 03:30:00 -04:00',
-      '2027-03-14 03:30:00 -04:00',
-      '2028-03-12 03:30:00 -04:00',
-    ]);
+    expect(
+      firesBetween(cron('30 2 * 3 SUN#2', NEW_YORK), '2026-01-01T00:00:00Z', '2028-12-31T00:00:00Z'),
+    ).toEqual(['2026-03-08 03:30:00 -04:00', '2027-03-14 03:30:00 -04:00', '2028-03-12 03:30:00 -04:00']);
   });
 });

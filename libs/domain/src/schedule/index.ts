@@ -1,9 +1,20 @@
 /** The time brain's pure core: schedules, cron with DST policies, occurrences, misfire planning, jitter. */
 export * from './schedule';
 export { parseCron, compileCron, ParsedCron, type CronParseResult, type CronFields } from './cron-expression';
-export { effectiveGapPolicy, effectiveRepeatPolicy, type EffectiveGapPolicy, type EffectiveRepeatPolicy } from './cron-fires';
+export {
+  effectiveGapPolicy,
+  effectiveRepeatPolicy,
+  type EffectiveGapPolicy,
+  type EffectiveRepeatPolicy,
+} from './cron-fires';
 export { isKnownTimeZone, zoneOffsetMs } from './time-zone';
-export { nextFireAfter, firstFireAtOrAfter, previewFires, nextOccurrenceAfter, MAX_PREVIEW_FIRES } from './occurrences';
+export {
+  nextFireAfter,
+  firstFireAtOrAfter,
+  previewFires,
+  nextOccurrenceAfter,
+  MAX_PREVIEW_FIRES,
+} from './occurrences';
 export {
   parseSchedule,
   parseIsoInstant,

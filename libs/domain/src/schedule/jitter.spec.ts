@@ -6,7 +6,8 @@ const nominal = new Date('2026-01-01T09:00:00Z');
 describe('jitterOffsetMs', () => {
   it('is deterministic: a re-claim computes the same offset', () => {
     const first = jitterOffsetMs('job-42', nominal, 30_000);
-    for (let i = 0; i < 5; i++) expect(jitterOffsetMs('job-42', new Date(nominal.getTime()), 30_000)).toBe(first);
+    for (let i = 0; i < 5; i++)
+      expect(jitterOffsetMs('job-42', new Date(nominal.getTime()), 30_000)).toBe(first);
   });
 
   it('pins known values, so a change of hash (which would move every fire) is noticed', () => {
@@ -22,7 +23,8 @@ describe('jitterOffsetMs', () => {
     for (let i = 0; i < 100; i++) offsets.add(jitterOffsetMs(`job-${i}`, nominal, 1_000_000));
     expect(offsets.size).toBeGreaterThan(95);
     const perOccurrence = new Set<number>();
-    for (let i = 0; i < 100; i++) perOccurrence.add(jitterOffsetMs('job-1', new Date(nominal.getTime() + i * 60_000), 1_000_000));
+    for (let i = 0; i < 100; i++)
+      perOccurrence.add(jitterOffsetMs('job-1', new Date(nominal.getTime() + i * 60_000), 1_000_000));
     expect(perOccurrence.size).toBeGreaterThan(95);
   });
 
@@ -31,7 +33,8 @@ describe('jitterOffsetMs', () => {
     for (const window of [1, 2, 7, 1_000, 30_000, 3_600_000]) {
       for (let i = 0; i < 2_000; i++) {
         const offset = jitterOffsetMs(`job-${i}`, nominal, window);
-        if (!Number.isInteger(offset) || offset < 0 || offset >= window) outside.push(`job-${i}/${window}: ${offset}`);
+        if (!Number.isInteger(offset) || offset < 0 || offset >= window)
+          outside.push(`job-${i}/${window}: ${offset}`);
       }
     }
     expect(outside).toEqual([]);
@@ -61,16 +64,26 @@ describe('jitterOffsetMs', () => {
   });
 
   it('jitteredFireTime is nominal + offset', () => {
-    expect(jitteredFireTime('job-42', nominal, 30_000).getTime()).toBe(nominal.getTime() + jitterOffsetMs('job-42', nominal, 30_000));
+    expect(jitteredFireTime('job-42', nominal, 30_000).getTime()).toBe(
+      nominal.getTime() + jitterOffsetMs('job-42', nominal, 30_000),
+    );
   });
 });
 
 describe('defaultHerdWindowMs', () => {
-  const cron = (expression: string, timeZone = 'UTC'): CronSchedule => ({ kind: 'cron', expression, timeZone, dstGap: 'AUTO', dstRepeat: 'AUTO' });
+  const cron = (expression: string, timeZone = 'UTC'): CronSchedule => ({
+    kind: 'cron',
+    expression,
+    timeZone,
+    dstGap: 'AUTO',
+    dstRepeat: 'AUTO',
+  });
 
   it('spreads cron fires that land on a whole minute', () => {
     expect(defaultHerdWindowMs(cron('0 9 * * *'), nominal, 10_000)).toBe(10_000);
-    expect(defaultHerdWindowMs(cron('0 * * * *', 'Asia/Kathmandu'), new Date('2026-01-01T03:15:00Z'), 10_000)).toBe(10_000);
+    expect(
+      defaultHerdWindowMs(cron('0 * * * *', 'Asia/Kathmandu'), new Date('2026-01-01T03:15:00Z'), 10_000),
+    ).toBe(10_000);
   });
 
   it('leaves fires off the whole minute alone', () => {
@@ -86,7 +99,13 @@ describe('defaultHerdWindowMs', () => {
   it('applies to intervals on the minute grid too, but never to one-shots', () => {
     const interval: IntervalSchedule = { kind: 'interval', everyMs: 300_000, anchor: nominal };
     expect(defaultHerdWindowMs(interval, nominal, 10_000)).toBe(10_000);
-    expect(defaultHerdWindowMs({ ...interval, anchor: new Date(nominal.getTime() + 123) }, new Date(nominal.getTime() + 123), 10_000)).toBe(0);
+    expect(
+      defaultHerdWindowMs(
+        { ...interval, anchor: new Date(nominal.getTime() + 123) },
+        new Date(nominal.getTime() + 123),
+        10_000,
+      ),
+    ).toBe(0);
     const once: OnceSchedule = { kind: 'once', at: nominal };
     expect(defaultHerdWindowMs(once, nominal, 10_000)).toBe(0);
   });

@@ -33,7 +33,8 @@ export function jitteredFireTime(jobId: string, nominal: Date, windowMs: number)
 export function defaultHerdWindowMs(schedule: Schedule, nominal: Date, clusterDefaultMs: number): number {
   if (schedule.kind === 'once' || clusterDefaultMs <= 0) return 0;
   if (nominal.getTime() % MINUTE_MS !== 0) return 0;
-  const spacing = schedule.kind === 'interval' ? schedule.everyMs : compileCron(schedule.expression).minimumSpacingMs();
+  const spacing =
+    schedule.kind === 'interval' ? schedule.everyMs : compileCron(schedule.expression).minimumSpacingMs();
   return max(0, min(floor(clusterDefaultMs), floor(spacing / 2)));
 }
 

@@ -8,7 +8,8 @@
  * - outside the catch-up window when older than now − catchUpWindowMs: skipped ('OUTSIDE_CATCH_UP_WINDOW'),
  *   whatever the policy;
  * - otherwise missed, and the policy decides:
- *   FIRE_ALL  fires each missed occurrence, oldest first, up to maxCatchUp; the rest are 'CATCH_UP_LIMIT'.
+ *   FIRE_ALL  fires each missed occurrence, oldest first, up to maxCatchUp (and the enumeration limit);
+ *             the rest are 'CATCH_UP_LIMIT'.
  *   FIRE_ONCE fires once for all due occurrences (missed and on-time): the fire carries the LATEST due nominal
  *             and says how many it stands for; the others are 'COALESCED'.
  *   SKIP      fires none of the missed ones ('MISFIRE_SKIP'); on-time ones still fire.
@@ -24,7 +25,11 @@ import { nextOccurrenceAfter } from './occurrences';
 import type { IntervalSchedule, Schedule } from './schedule';
 
 /** Why occurrences did not get a fire of their own. */
-export type OccurrenceSkipReason = 'MISFIRE_SKIP' | 'COALESCED' | 'OUTSIDE_CATCH_UP_WINDOW' | 'CATCH_UP_LIMIT';
+export type OccurrenceSkipReason =
+  | 'MISFIRE_SKIP'
+  | 'COALESCED'
+  | 'OUTSIDE_CATCH_UP_WINDOW'
+  | 'CATCH_UP_LIMIT';
 
 /** Consecutive occurrences that did not fire, for one reason. */
 export interface SkippedOccurrences {
@@ -100,10 +105,16 @@ export function planMisfire(
   if (budget <= 0) return { fires: [], skipped: [], nextRunAt: null, firesSoFar };
   if (nominalMs > nowMs) return { fires: [], skipped: [], nextRunAt: nominal, firesSoFar };
 
-  const occurrences = new Occurrences(schedule, nominalMs, rules.enumerationLimit ?? DEFAULT_ENUMERATION_LIMIT);
+  const occurrences = new Occurrences(
+    schedule,
+    nominalMs,
+    rules.enumerationLimit ?? DEFAULT_ENUMERATION_LIMIT,
+  );
   const lateEdge = nowMs - Math.max(0, rules.lateToleranceMs);
   const windowEdge =
-    rules.catchUpWindowMs === undefined || rules.catchUpWindowMs === null ? Number.NEGATIVE_INFINITY : nowMs - rules.catchUpWindowMs;
+    rules.catchUpWindowMs === undefined || rules.catchUpWindowMs === null
+      ? Number.NEGATIVE_INFINITY
+      : nowMs - rules.catchUpWindowMs;
 
   const fires: PlannedFire[] = [];
   const skipped: SkippedOccurrences[] = [];
@@ -127,14 +138,25 @@ export function planMisfire(
       nominal: new Date(last.last),
       late: onTime === null,
       ...(count > 1
-        ? { coalesced: { count, countIsLowerBound, firstNominal: new Date(missed.first), lastNominal: new Date(last.last) } }
+        ? {
+            coalesced: {
+              count,
+              countIsLowerBound,
+              firstNominal: new Date(missed.first),
+              lastNominal: new Date(last.last),
+            },
+          }
         : {}),
     });
     budget -= 1;
   } else {
     if (missed !== null && rules.misfire === 'SKIP') skip('MISFIRE_SKIP', missed);
     if (missed !== null && rules.misfire === 'FIRE_ALL') {
-      const catchUp = occurrences.list(missed.first, lateEdge, Math.min(Math.max(0, rules.maxCatchUp), budget));
+      const catchUp = occurrences.list(
+        missed.first,
+        lateEdge,
+        Math.min(Math.max(0, rules.maxCatchUp), budget, occurrences.limit),
+      );
       for (const at of catchUp) fires.push({ nominal: new Date(at), late: true });
       budget -= catchUp.length;
       const rest = catchUp.length === 0 ? missed.first : (catchUp[catchUp.length - 1] as number) + 1;
@@ -145,7 +167,8 @@ export function planMisfire(
       for (const at of due) fires.push({ nominal: new Date(at), late: false });
       budget -= due.length;
       // Only reachable with a huge lateToleranceMs on a dense schedule, or when maxFires runs out.
-      if (budget > 0 && due.length > 0) skip('CATCH_UP_LIMIT', occurrences.summarize((due[due.length - 1] as number) + 1, nowMs + 1));
+      if (budget > 0 && due.length > 0)
+        skip('CATCH_UP_LIMIT', occurrences.summarize((due[due.length - 1] as number) + 1, nowMs + 1));
     }
   }
 
@@ -203,7 +226,8 @@ class Occurrences {
     for (;;) {
       const at = this.next(last);
       if (at === null || at >= to) return { first, last, count, countIsLowerBound: false };
-      if (count >= this.limit) return { first, last: this.lastBefore(last, to), count, countIsLowerBound: true };
+      if (count >= this.limit)
+        return { first, last: this.lastBefore(last, to), count, countIsLowerBound: true };
       last = at;
       count++;
     }

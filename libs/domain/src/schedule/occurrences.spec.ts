@@ -1,4 +1,10 @@
-import { MAX_PREVIEW_FIRES, firstFireAtOrAfter, nextFireAfter, nextOccurrenceAfter, previewFires } from './occurrences';
+import {
+  MAX_PREVIEW_FIRES,
+  firstFireAtOrAfter,
+  nextFireAfter,
+  nextOccurrenceAfter,
+  previewFires,
+} from './occurrences';
 import type { CronSchedule, IntervalSchedule, OnceSchedule } from './schedule';
 
 const at = (iso: string): Date => new Date(iso);
@@ -25,7 +31,11 @@ describe('once', () => {
 });
 
 describe('interval', () => {
-  const every5: IntervalSchedule = { kind: 'interval', everyMs: 300_000, anchor: at('2026-01-01T00:00:00.250Z') };
+  const every5: IntervalSchedule = {
+    kind: 'interval',
+    everyMs: 300_000,
+    anchor: at('2026-01-01T00:00:00.250Z'),
+  };
 
   it('occurrences are anchor + k·every: the anchor is the first', () => {
     expect(iso(firstFireAtOrAfter(every5, at('2025-12-01T00:00:00Z')))).toBe('2026-01-01T00:00:00.250Z');
@@ -74,15 +84,27 @@ describe('interval', () => {
     expect(nextFireAfter(limited, at('2026-01-01T00:05:00.250Z'), 2)).not.toBeNull();
     expect(nextFireAfter(limited, at('2026-01-01T00:10:00.250Z'), 3)).toBeNull();
     // A preview for a job that already fired twice shows the one remaining.
-    expect(previewFires(limited, at('2026-01-01T00:06:00Z'), 10, 2).map(iso)).toEqual(['2026-01-01T00:10:00.250Z']);
+    expect(previewFires(limited, at('2026-01-01T00:06:00Z'), 10, 2).map(iso)).toEqual([
+      '2026-01-01T00:10:00.250Z',
+    ]);
   });
 });
 
 describe('cron bounds', () => {
-  const daily: CronSchedule = { kind: 'cron', expression: '0 9 * * *', timeZone: 'UTC', dstGap: 'AUTO', dstRepeat: 'AUTO' };
+  const daily: CronSchedule = {
+    kind: 'cron',
+    expression: '0 9 * * *',
+    timeZone: 'UTC',
+    dstGap: 'AUTO',
+    dstRepeat: 'AUTO',
+  };
 
   it('honours startAt (inclusive) and endAt (inclusive)', () => {
-    const bounded: CronSchedule = { ...daily, startAt: at('2026-01-03T09:00:00Z'), endAt: at('2026-01-05T09:00:00Z') };
+    const bounded: CronSchedule = {
+      ...daily,
+      startAt: at('2026-01-03T09:00:00Z'),
+      endAt: at('2026-01-05T09:00:00Z'),
+    };
     expect(previewFires(bounded, at('2026-01-01T00:00:00Z'), 10).map(iso)).toEqual([
       '2026-01-03T09:00:00.000Z',
       '2026-01-04T09:00:00.000Z',
@@ -111,11 +133,21 @@ describe('cron bounds', () => {
 });
 
 describe('previewFires', () => {
-  const minutely: CronSchedule = { kind: 'cron', expression: '* * * * *', timeZone: 'UTC', dstGap: 'AUTO', dstRepeat: 'AUTO' };
+  const minutely: CronSchedule = {
+    kind: 'cron',
+    expression: '* * * * *',
+    timeZone: 'UTC',
+    dstGap: 'AUTO',
+    dstRepeat: 'AUTO',
+  };
 
   it('returns the next N in order, and caps N', () => {
     const fires = previewFires(minutely, at('2026-01-01T00:00:30Z'), 3).map(iso);
-    expect(fires).toEqual(['2026-01-01T00:01:00.000Z', '2026-01-01T00:02:00.000Z', '2026-01-01T00:03:00.000Z']);
+    expect(fires).toEqual([
+      '2026-01-01T00:01:00.000Z',
+      '2026-01-01T00:02:00.000Z',
+      '2026-01-01T00:03:00.000Z',
+    ]);
     expect(previewFires(minutely, at('2026-01-01T00:00:00Z'), 1e9)).toHaveLength(MAX_PREVIEW_FIRES);
     expect(previewFires(minutely, at('2026-01-01T00:00:00Z'), 0)).toEqual([]);
     expect(previewFires(minutely, at('2026-01-01T00:00:00Z'), -3)).toEqual([]);

@@ -32,7 +32,13 @@ describe('parseSchedule accepts', () => {
     });
     expect(
       parseSchedule(
-        { kind: 'interval', every_ms: 60_000, start_at: '2026-06-02T00:00:00Z', end_at: '2026-06-03T00:00:00Z', max_fires: 10 },
+        {
+          kind: 'interval',
+          every_ms: 60_000,
+          start_at: '2026-06-02T00:00:00Z',
+          end_at: '2026-06-03T00:00:00Z',
+          max_fires: 10,
+        },
         options,
       ),
     ).toEqual({
@@ -46,7 +52,9 @@ describe('parseSchedule accepts', () => {
         maxFires: 10,
       },
     });
-    expect(parseSchedule({ kind: 'interval', every_ms: 5_000, anchor: '2026-01-01T00:00:00.5Z' }, options)).toEqual({
+    expect(
+      parseSchedule({ kind: 'interval', every_ms: 5_000, anchor: '2026-01-01T00:00:00.5Z' }, options),
+    ).toEqual({
       ok: true,
       schedule: { kind: 'interval', everyMs: 5_000, anchor: new Date('2026-01-01T00:00:00.500Z') },
     });
@@ -55,7 +63,13 @@ describe('parseSchedule accepts', () => {
   it('a cron with defaults (UTC, AUTO, AUTO) and with everything set', () => {
     expect(parseSchedule({ kind: 'cron', expression: '0 9 * * MON-FRI' }, options)).toEqual({
       ok: true,
-      schedule: { kind: 'cron', expression: '0 9 * * MON-FRI', timeZone: 'UTC', dstGap: 'AUTO', dstRepeat: 'AUTO' },
+      schedule: {
+        kind: 'cron',
+        expression: '0 9 * * MON-FRI',
+        timeZone: 'UTC',
+        dstGap: 'AUTO',
+        dstRepeat: 'AUTO',
+      },
     });
     const full = parseSchedule(
       {
@@ -70,11 +84,18 @@ describe('parseSchedule accepts', () => {
       },
       options,
     );
-    expect(full.ok && full.schedule).toMatchObject({ timeZone: 'America/New_York', dstGap: 'SKIP', dstRepeat: 'BOTH', maxFires: 5 });
+    expect(full.ok && full.schedule).toMatchObject({
+      timeZone: 'America/New_York',
+      dstGap: 'SKIP',
+      dstRepeat: 'BOTH',
+      maxFires: 5,
+    });
   });
 
   it('a per-second cron when the floor allows it, and nulls as absent', () => {
-    expect(parseSchedule({ kind: 'cron', expression: '* * * * * *', start_at: null, max_fires: null }, options).ok).toBe(true);
+    expect(
+      parseSchedule({ kind: 'cron', expression: '* * * * * *', start_at: null, max_fires: null }, options).ok,
+    ).toBe(true);
   });
 });
 
@@ -103,26 +124,46 @@ describe('parseSchedule rejects, naming the field', () => {
     expect(only({ kind: 'cron', expression: '0 9 * * *', timezone: 'Europe/Paris' })).toBe(
       'schedule.timezone: is not a known field of a cron schedule (known: kind, expression, time_zone, dst_gap, dst_repeat, start_at, end_at, max_fires)',
     );
-    expect(only({ kind: 'once', at: '2026-07-01T00:00:00Z', every_ms: 5 })).toMatch(/^schedule\.every_ms: is not a known field of a once/);
+    expect(only({ kind: 'once', at: '2026-07-01T00:00:00Z', every_ms: 5 })).toMatch(
+      /^schedule\.every_ms: is not a known field of a once/,
+    );
   });
 
   it('every_ms below the configured floor, or not a positive integer', () => {
     expect(only({ kind: 'interval', every_ms: 500 })).toBe(
       'schedule.every_ms: must be at least 1000 ms (the configured minimum interval); got 500',
     );
-    expect(only({ kind: 'interval', every_ms: 0 })).toBe('schedule.every_ms: must be a positive integer number of milliseconds; got 0');
-    expect(only({ kind: 'interval', every_ms: 1.5 })).toMatch(/^schedule\.every_ms: must be a positive integer/);
-    expect(only({ kind: 'interval', every_ms: '60000' })).toMatch(/^schedule\.every_ms: must be a positive integer/);
-    expect(only({ kind: 'interval' })).toBe('schedule.every_ms: is required (milliseconds between occurrences)');
+    expect(only({ kind: 'interval', every_ms: 0 })).toBe(
+      'schedule.every_ms: must be a positive integer number of milliseconds; got 0',
+    );
+    expect(only({ kind: 'interval', every_ms: 1.5 })).toMatch(
+      /^schedule\.every_ms: must be a positive integer/,
+    );
+    expect(only({ kind: 'interval', every_ms: '60000' })).toMatch(
+      /^schedule\.every_ms: must be a positive integer/,
+    );
+    expect(only({ kind: 'interval' })).toBe(
+      'schedule.every_ms: is required (milliseconds between occurrences)',
+    );
     expect(only({ kind: 'interval', every_ms: 1e15 })).toMatch(/^schedule\.every_ms: must be at most/);
   });
 
   it('end_at not after start_at', () => {
     expect(
-      only({ kind: 'interval', every_ms: 60_000, start_at: '2026-07-01T00:00:00Z', end_at: '2026-07-01T00:00:00Z' }),
+      only({
+        kind: 'interval',
+        every_ms: 60_000,
+        start_at: '2026-07-01T00:00:00Z',
+        end_at: '2026-07-01T00:00:00Z',
+      }),
     ).toBe('schedule.end_at: must be after schedule.start_at');
     expect(
-      only({ kind: 'cron', expression: '* * * * *', start_at: '2026-07-02T00:00:00Z', end_at: '2026-07-01T00:00:00+02:00' }),
+      only({
+        kind: 'cron',
+        expression: '* * * * *',
+        start_at: '2026-07-02T00:00:00Z',
+        end_at: '2026-07-01T00:00:00+02:00',
+      }),
     ).toBe('schedule.end_at: must be after schedule.start_at');
   });
 
@@ -130,12 +171,18 @@ describe('parseSchedule rejects, naming the field', () => {
     expect(only({ kind: 'interval', every_ms: 60_000, end_at: '2026-05-01T00:00:00Z' })).toMatch(
       /^schedule\.end_at: is before the first occurrence at or after 2026-06-01T12:00:00\.000Z, so it would never fire$/,
     );
-    expect(only({ kind: 'cron', expression: '0 9 1 1 *', end_at: '2026-12-31T00:00:00Z' })).toMatch(/^schedule\.end_at: is before/);
+    expect(only({ kind: 'cron', expression: '0 9 1 1 *', end_at: '2026-12-31T00:00:00Z' })).toMatch(
+      /^schedule\.end_at: is before/,
+    );
   });
 
   it('max_fires not a positive integer', () => {
-    expect(only({ kind: 'interval', every_ms: 60_000, max_fires: 0 })).toBe('schedule.max_fires: must be a positive integer; got 0');
-    expect(only({ kind: 'cron', expression: '* * * * *', max_fires: -2 })).toMatch(/^schedule\.max_fires: must be a positive integer/);
+    expect(only({ kind: 'interval', every_ms: 60_000, max_fires: 0 })).toBe(
+      'schedule.max_fires: must be a positive integer; got 0',
+    );
+    expect(only({ kind: 'cron', expression: '* * * * *', max_fires: -2 })).toMatch(
+      /^schedule\.max_fires: must be a positive integer/,
+    );
   });
 
   it('a bad cron expression, with the field and the reason', () => {
@@ -145,6 +192,9 @@ describe('parseSchedule rejects, naming the field', () => {
     expect(only({ kind: 'cron' })).toBe("schedule.expression: is required, e.g. '0 9 * * MON-FRI'");
     expect(only({ kind: 'cron', expression: 42 })).toBe('schedule.expression: must be a string');
     expect(only({ kind: 'cron', expression: '* * *' })).toMatch(/^schedule\.expression: expected 5 fields/);
+    expect(only({ kind: 'cron', expression: `0 ${'1,'.repeat(300)}2 * * *` })).toBe(
+      'schedule.expression: must be at most 512 characters',
+    );
   });
 
   it('a cron that never matches a date', () => {
@@ -161,15 +211,21 @@ describe('parseSchedule rejects, naming the field', () => {
     expect(only({ kind: 'cron', expression: '*/30 * * * * *' }, strict)).toMatch(/every 30 s/);
     expect(parseSchedule({ kind: 'cron', expression: '0 * * * * *' }, strict).ok).toBe(true);
     expect(parseSchedule({ kind: 'cron', expression: '* * * * *' }, strict).ok).toBe(true);
-    expect(only({ kind: 'cron', expression: '* * * * *' }, { ...options, minIntervalMs: 300_000 })).toMatch(/every 1 min/);
+    expect(only({ kind: 'cron', expression: '* * * * *' }, { ...options, minIntervalMs: 300_000 })).toMatch(
+      /every 1 min/,
+    );
   });
 
   it('an unknown time zone', () => {
     expect(only({ kind: 'cron', expression: '0 9 * * *', time_zone: 'Mars/Base' })).toBe(
       "schedule.time_zone: unknown IANA time zone 'Mars/Base' (use a name like 'America/New_York' or 'UTC')",
     );
-    expect(only({ kind: 'cron', expression: '0 9 * * *', time_zone: '+05:30' })).toMatch(/^schedule\.time_zone: unknown IANA time zone/);
-    expect(only({ kind: 'cron', expression: '0 9 * * *', time_zone: 5 })).toMatch(/^schedule\.time_zone: must be a string/);
+    expect(only({ kind: 'cron', expression: '0 9 * * *', time_zone: '+05:30' })).toMatch(
+      /^schedule\.time_zone: unknown IANA time zone/,
+    );
+    expect(only({ kind: 'cron', expression: '0 9 * * *', time_zone: 5 })).toMatch(
+      /^schedule\.time_zone: must be a string/,
+    );
   });
 
   it('unknown DST policies', () => {
@@ -183,7 +239,14 @@ describe('parseSchedule rejects, naming the field', () => {
 
   it('reports every bad field in one pass, under a custom path', () => {
     const result = parseSchedule(
-      { kind: 'cron', expression: '0 25 * * *', time_zone: 'Nowhere', dst_gap: 'X', max_fires: 0, start_at: 'x' },
+      {
+        kind: 'cron',
+        expression: '0 25 * * *',
+        time_zone: 'Nowhere',
+        dst_gap: 'X',
+        max_fires: 0,
+        start_at: 'x',
+      },
       options,
       'jobs[3].schedule',
     );
@@ -211,10 +274,18 @@ describe('parseIsoInstant', () => {
     expect(parseIsoInstant(text)?.toISOString()).toBe(expected);
   });
 
-  it.each(['2026-03-08T02:30:00', '2026-03-08', '2026-02-29T00:00:00Z', '2026-13-01T00:00:00Z', '2026-01-01T24:00:00Z', '2026-01-01T00:60:00Z', '2026-01-01T00:00:60Z', '2026-01-01T00:00:00+24:00', ' 2026-01-01T00:00:00Z', '2026-01-01 00:00:00Z'])(
-    '%j is rejected',
-    (text) => {
-      expect(parseIsoInstant(text)).toBeUndefined();
-    },
-  );
+  it.each([
+    '2026-03-08T02:30:00',
+    '2026-03-08',
+    '2026-02-29T00:00:00Z',
+    '2026-13-01T00:00:00Z',
+    '2026-01-01T24:00:00Z',
+    '2026-01-01T00:60:00Z',
+    '2026-01-01T00:00:60Z',
+    '2026-01-01T00:00:00+24:00',
+    ' 2026-01-01T00:00:00Z',
+    '2026-01-01 00:00:00Z',
+  ])('%j is rejected', (text) => {
+    expect(parseIsoInstant(text)).toBeUndefined();
+  });
 });

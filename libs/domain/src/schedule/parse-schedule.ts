@@ -7,7 +7,14 @@ import type { FieldViolation } from '../validation';
 import { DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS, daysFromCivil, daysInMonth } from './calendar';
 import { parseCron, type ParsedCron } from './cron-expression';
 import { firstFireAtOrAfter } from './occurrences';
-import type { CronSchedule, DstGapPolicy, DstRepeatPolicy, IntervalSchedule, Schedule, ScheduleBounds } from './schedule';
+import type {
+  CronSchedule,
+  DstGapPolicy,
+  DstRepeatPolicy,
+  IntervalSchedule,
+  Schedule,
+  ScheduleBounds,
+} from './schedule';
 import { isKnownTimeZone } from './time-zone';
 
 /** Limits and context for `parseSchedule`. */
@@ -26,7 +33,14 @@ export type ScheduleParseResult =
 /** The wire form `parseSchedule` accepts (every field is checked, so this type is documentation). */
 export type RawSchedule =
   | { kind: 'once'; at: string }
-  | { kind: 'interval'; every_ms: number; anchor?: string; start_at?: string; end_at?: string; max_fires?: number }
+  | {
+      kind: 'interval';
+      every_ms: number;
+      anchor?: string;
+      start_at?: string;
+      end_at?: string;
+      max_fires?: number;
+    }
   | {
       kind: 'cron';
       expression: string;
@@ -41,6 +55,9 @@ export type RawSchedule =
 export const SCHEDULE_KINDS = ['once', 'interval', 'cron'] as const;
 export const DST_GAP_POLICIES: readonly DstGapPolicy[] = ['AUTO', 'SHIFT', 'SKIP'];
 export const DST_REPEAT_POLICIES: readonly DstRepeatPolicy[] = ['AUTO', 'FIRST', 'LAST', 'BOTH'];
+
+/** Longest accepted cron expression: generous for lists, small enough to keep parsing trivially cheap. */
+export const MAX_EXPRESSION_LENGTH = 512;
 
 /** Longest accepted interval: keeps anchor + k·every_ms far inside the Date range. */
 export const MAX_INTERVAL_MS = 100 * 366 * DAY_MS;
@@ -58,7 +75,11 @@ const ISO_FORMAT = 'an ISO-8601 timestamp with an explicit offset or Z, e.g. 202
  * expression (e.g. 1 s for `* * * * * *`) is not below `minIntervalMs`; the same rule applies to 5-field
  * expressions (60 s for `* * * * *`). Interval: `anchor` defaults to `start_at`, else `now`.
  */
-export function parseSchedule(raw: unknown, options: ScheduleParseOptions, path = 'schedule'): ScheduleParseResult {
+export function parseSchedule(
+  raw: unknown,
+  options: ScheduleParseOptions,
+  path = 'schedule',
+): ScheduleParseResult {
   const violations: FieldViolation[] = [];
   const fail = (field: string, message: string): void => {
     violations.push({ field: field === '' ? path : `${path}.${field}`, message });
@@ -83,7 +104,8 @@ export function parseSchedule(raw: unknown, options: ScheduleParseOptions, path 
   }
   const known = KNOWN_FIELDS[kind as (typeof SCHEDULE_KINDS)[number]];
   for (const key of Object.keys(body)) {
-    if (!known.includes(key)) fail(key, `is not a known field of a ${kind} schedule (known: ${known.join(', ')})`);
+    if (!known.includes(key))
+      fail(key, `is not a known field of a ${kind} schedule (known: ${known.join(', ')})`);
   }
 
   const instant = (field: string, required: boolean): Date | undefined => {
@@ -126,11 +148,15 @@ export function parseSchedule(raw: unknown, options: ScheduleParseOptions, path 
   if (kind === 'interval') {
     const everyMs = body.every_ms;
     let every: number | undefined;
-    if (everyMs === undefined || everyMs === null) fail('every_ms', 'is required (milliseconds between occurrences)');
+    if (everyMs === undefined || everyMs === null)
+      fail('every_ms', 'is required (milliseconds between occurrences)');
     else if (typeof everyMs !== 'number' || !Number.isSafeInteger(everyMs) || everyMs < 1) {
       fail('every_ms', `must be a positive integer number of milliseconds; got ${JSON.stringify(everyMs)}`);
     } else if (everyMs < options.minIntervalMs) {
-      fail('every_ms', `must be at least ${options.minIntervalMs} ms (the configured minimum interval); got ${everyMs}`);
+      fail(
+        'every_ms',
+        `must be at least ${options.minIntervalMs} ms (the configured minimum interval); got ${everyMs}`,
+      );
     } else if (everyMs > MAX_INTERVAL_MS) {
       fail('every_ms', `must be at most ${MAX_INTERVAL_MS} ms (100 years); got ${everyMs}`);
     } else every = everyMs;
@@ -140,8 +166,11 @@ export function parseSchedule(raw: unknown, options: ScheduleParseOptions, path 
     }
   } else {
     const expression = body.expression;
-    if (expression === undefined || expression === null) fail('expression', "is required, e.g. '0 9 * * MON-FRI'");
+    if (expression === undefined || expression === null)
+      fail('expression', "is required, e.g. '0 9 * * MON-FRI'");
     else if (typeof expression !== 'string') fail('expression', 'must be a string');
+    else if (expression.length > MAX_EXPRESSION_LENGTH)
+      fail('expression', `must be at most ${MAX_EXPRESSION_LENGTH} characters`);
     else {
       const parsed = parseCron(expression);
       if (!parsed.ok) fail('expression', `${parsed.message} (in '${expression}')`);
@@ -157,13 +186,20 @@ export function parseSchedule(raw: unknown, options: ScheduleParseOptions, path 
       }
     }
     const timeZone = body.time_zone ?? 'UTC';
-    if (typeof timeZone !== 'string') fail('time_zone', 'must be a string naming an IANA time zone, e.g. Europe/London');
+    if (typeof timeZone !== 'string')
+      fail('time_zone', 'must be a string naming an IANA time zone, e.g. Europe/London');
     else if (!isKnownTimeZone(timeZone)) {
       fail('time_zone', `unknown IANA time zone '${timeZone}' (use a name like 'America/New_York' or 'UTC')`);
     }
     const dstGap = oneOf(body.dst_gap, DST_GAP_POLICIES, 'AUTO', 'dst_gap', fail);
     const dstRepeat = oneOf(body.dst_repeat, DST_REPEAT_POLICIES, 'AUTO', 'dst_repeat', fail);
-    if (violations.length === 0 && typeof expression === 'string' && typeof timeZone === 'string' && dstGap && dstRepeat) {
+    if (
+      violations.length === 0 &&
+      typeof expression === 'string' &&
+      typeof timeZone === 'string' &&
+      dstGap &&
+      dstRepeat
+    ) {
       schedule = { kind: 'cron', expression, timeZone, dstGap, dstRepeat, ...bounds };
     }
   }
@@ -175,7 +211,10 @@ export function parseSchedule(raw: unknown, options: ScheduleParseOptions, path 
     if (schedule.kind === 'cron' && firstFireAtOrAfter(unbounded, options.now) === null) {
       fail('expression', `never matches a calendar date (like February 30), so it would never fire`);
     } else {
-      fail('end_at', `is before the first occurrence at or after ${(startAt ?? options.now).toISOString()}, so it would never fire`);
+      fail(
+        'end_at',
+        `is before the first occurrence at or after ${(startAt ?? options.now).toISOString()}, so it would never fire`,
+      );
     }
     return { ok: false, violations };
   }
@@ -202,7 +241,8 @@ function formatDuration(ms: number): string {
   return `${ms} ms`;
 }
 
-const ISO_INSTANT = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(?:(Z)|([+-])(\d{2}):?(\d{2}))$/i;
+const ISO_INSTANT =
+  /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(?:(Z)|([+-])(\d{2}):?(\d{2}))$/i;
 
 /**
  * Parses an RFC 3339 / ISO-8601 instant that carries an explicit offset or Z; undefined otherwise.

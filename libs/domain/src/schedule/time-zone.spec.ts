@@ -67,9 +67,12 @@ describe('offsets', () => {
 });
 
 describe('time zone names', () => {
-  it.each(['UTC', 'America/New_York', 'Asia/Kathmandu', 'Australia/Lord_Howe', 'Etc/GMT-14'])('%s is known', (zone) => {
-    expect(isKnownTimeZone(zone)).toBe(true);
-  });
+  it.each(['UTC', 'America/New_York', 'Asia/Kathmandu', 'Australia/Lord_Howe', 'Etc/GMT-14'])(
+    '%s is known',
+    (zone) => {
+      expect(isKnownTimeZone(zone)).toBe(true);
+    },
+  );
 
   it.each(['Mars/Base', '', '+05:30', 'America/NewYork', '-05:00'])('%j is not', (zone) => {
     expect(isKnownTimeZone(zone)).toBe(false);
