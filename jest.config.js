@@ -8,14 +8,15 @@ const transform = {
 const common = { rootDir: __dirname, testEnvironment: 'node', moduleNameMapper, transform };
 
 module.exports = {
+  // A global option (projects cannot set it): e2e tests start processes and wait on real services.
+  testTimeout: 120_000,
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/apps/**/*.spec.ts'] },
     {
       ...common,
       displayName: 'integration',
       testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
-      testTimeout: 60_000,
     },
-    { ...common, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.test.ts'], testTimeout: 120_000 },
+    { ...common, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.test.ts'] },
   ],
 };

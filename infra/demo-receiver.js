@@ -7,7 +7,9 @@ http
     req.on('data', (c) => (body += c));
     req.on('end', () => {
       const h = req.headers;
-      console.log(`webhook ${req.method} ${req.url} job=${h['tickwork-job-id']} fence=${h['tickwork-fence-token']} scheduled_for=${h['tickwork-scheduled-for']} body=${body}`);
+      console.log(
+        `webhook ${req.method} ${req.url} job=${h['tickwork-job-id']} fence=${h['tickwork-fence-token']} scheduled_for=${h['tickwork-scheduled-for']} body=${body}`,
+      );
       res.end('ok');
     });
   })

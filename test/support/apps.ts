@@ -90,6 +90,8 @@ export function startApp(name: AppName, env: Record<string, string>, port: numbe
     env: {
       PATH: process.env.PATH ?? '',
       HOME: process.env.HOME ?? '',
+      // A test that does not ask for a gRPC port gets an ephemeral one, so parallel APIs never collide.
+      ...(name === 'api' ? { TICKWORK_GRPC_PORT: '0' } : {}),
       ...env,
       [portVar]: String(port),
       TICKWORK_INSTANCE_ID: `${name}-${port}`,

@@ -58,8 +58,10 @@ export class EventCodecs {
     ];
     for (const [topic, name] of plan) {
       const subject = `${topic}-value`;
+      // Compatibility first: the client refuses to register into a subject whose level differs
+      // from BACKWARD, which a concurrently starting process would otherwise see in between.
+      await ensureCompatibility(registryUrl, subject, 'BACKWARD');
       const { id } = await registry.register({ type: SchemaType.AVRO, schema: readSchema(name) }, { subject });
-      await setCompatibility(registryUrl, subject, 'BACKWARD');
       ids.set(topic, id);
     }
     return new EventCodecs(registry, ids);
@@ -104,13 +106,29 @@ export class EventCodecs {
   }
 }
 
-async function setCompatibility(registryUrl: string, subject: string, level: 'BACKWARD'): Promise<void> {
-  const res = await fetch(`${registryUrl.replace(/\/$/, '')}/config/${encodeURIComponent(subject)}`, {
+/**
+ * Sets a subject's compatibility level, idempotently. Several processes start at once and set
+ * the same level; Apicurio answers a repeated PUT with 409 ("rule already exists") rather than
+ * treating it as an upsert, so the current level is read first and re-checked after a conflict.
+ */
+export async function ensureCompatibility(registryUrl: string, subject: string, level: 'BACKWARD'): Promise<void> {
+  const url = `${registryUrl.replace(/\/$/, '')}/config/${encodeURIComponent(subject)}`;
+  const current = async (): Promise<string | undefined> => {
+    const res = await fetch(url);
+    if (!res.ok) return undefined;
+    const body = (await res.json()) as { compatibilityLevel?: string; compatibility?: string };
+    return body.compatibilityLevel ?? body.compatibility;
+  };
+  if ((await current()) === level) return;
+  const res = await fetch(url, {
     method: 'PUT',
     headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' },
     body: JSON.stringify({ compatibility: level }),
   });
-  if (!res.ok) throw new Error(`schema registry refused compatibility ${level} for ${subject}: HTTP ${res.status} ${await res.text()}`);
+  if (res.ok) return;
+  const text = await res.text();
+  if (res.status === 409 && (await current()) === level) return;
+  throw new Error(`schema registry refused compatibility ${level} for ${subject}: HTTP ${res.status} ${text}`);
 }
 
 const NS = 'io.tickwork.v1';

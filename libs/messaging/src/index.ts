@@ -14,4 +14,11 @@ export type {
 } from './ports';
 export { createKafkaBus, type KafkaConnection, type BusLogger } from './kafkajs/kafkajs-bus';
 export { tickworkTopicSpecs, provisionTopics, TopicLayoutError, type TopicLayout } from './topics';
-export { EventCodecs, UndecodableMessageError, readSchema, schemaDirectory, type CodecTopics, type SchemaName } from './codecs';
+export { EventCodecs, ensureCompatibility, UndecodableMessageError, readSchema, schemaDirectory, type CodecTopics, type SchemaName } from './codecs';
+export {
+  CommandCodec,
+  readCommandSchema,
+  type CommandDecodeFailure,
+  type CommandDecodeResult,
+  type DecodedScheduleCommand,
+} from './command-codec';
