@@ -3,7 +3,7 @@ const moduleNameMapper = {
   '^@tickwork/(domain|config|store|messaging|scheduling|execution|jobs|runtime)$': '<rootDir>/libs/$1/src',
 };
 const transform = {
-  '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.json', isolatedModules: true }],
+  '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.json' }],
 };
 const common = { rootDir: __dirname, testEnvironment: 'node', moduleNameMapper, transform };
 

@@ -78,7 +78,8 @@ export class AppProcess {
 
 /** Spawns an app from dist/ with the given environment (npm test builds dist first). */
 export function startApp(name: AppName, env: Record<string, string>, port: number): AppProcess {
-  const entry = join(ROOT, 'dist', 'apps', name, 'src', 'main.js');
+  // TICKWORK_TEST_DIST lets a developer point the tests at another build output than dist/.
+  const entry = join(process.env.TICKWORK_TEST_DIST ?? join(ROOT, 'dist'), 'apps', name, 'src', 'main.js');
   if (!existsSync(entry)) throw new Error(`${entry} is missing: run npm run build (npm test does)`);
   const portVar = {
     api: 'TICKWORK_API_PORT',
