@@ -15,7 +15,9 @@ import { createPool, ensureDatabase, migrate, type Pool } from '@tickwork/store'
 const TOTAL = Number(process.env.BENCH_TOTAL ?? 1_000_000);
 const DUE = Number(process.env.BENCH_DUE ?? 100_000);
 const SHARDS = Number(process.env.BENCH_SHARDS ?? 12);
-const ROOT = join(__dirname, '..', '..');
+// Compiled to <out>/bench/scheduler.js: the apps are built beside it, the results go to the repository.
+const OUT = join(__dirname, '..');
+const ROOT = process.cwd();
 const stamp = new Date().toISOString().replace(/[:.]/g, '-');
 const dbName = `tickwork_bench_sched_${Date.now()}`;
 const adminUrl = process.env.BENCH_ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -137,7 +139,7 @@ async function main(): Promise<void> {
     SCHEMA_REGISTRY_URL: process.env.SCHEMA_REGISTRY_URL ?? 'http://127.0.0.1:8081/apis/ccompat/v7',
   };
   console.log(`starting one scheduler; herd of ${DUE} due at ${herdAt.toISOString()}`);
-  const child = spawn(process.execPath, [join(ROOT, 'dist', 'apps', 'scheduler', 'src', 'main.js')], {
+  const child = spawn(process.execPath, [join(OUT, 'apps', 'scheduler', 'src', 'main.js')], {
     env,
     stdio: ['ignore', 'ignore', 'inherit'],
   });

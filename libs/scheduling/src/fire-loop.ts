@@ -33,6 +33,8 @@ export class FireLoop {
   private loop: Promise<void> | undefined;
   private wake: (() => void) | undefined;
   private lastRelay = 0;
+  /** The batch being published while the next one is claimed (at most one). */
+  private publishing: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly fires: FireRepository,
@@ -54,6 +56,7 @@ export class FireLoop {
     this.running = false;
     this.wake?.();
     await this.loop;
+    await this.publishing;
   }
 
   private async run(): Promise<void> {
@@ -118,7 +121,12 @@ export class FireLoop {
     if (result.fencedOut.length > 0) this.events.onFencedOut?.(result.fencedOut);
     if (result.fires.length > 0 || result.skipped > 0)
       this.events.onClaimed?.(result.fires, result.skipped, result.now);
-    if (result.fires.length > 0) await this.enqueue(result.fires, false);
+    if (result.fires.length > 0) {
+      // Publishing overlaps the next claim: the database and Kafka work at the same time. One
+      // batch at most is in flight; a failed publish leaves its fires in the outbox for the relay.
+      await this.publishing;
+      this.publishing = this.enqueue(result.fires, false).catch((e: unknown) => this.events.onError?.(e as Error));
+    }
     return result.saturated ? this.opts.batchSize : result.scanned;
   }
 

@@ -9,6 +9,8 @@ export interface PoolOptions {
   readonly lockTimeoutMs?: number;
   readonly statementTimeoutMs?: number;
   readonly applicationName?: string;
+  /** Told about errors on idle connections (they are discarded either way). */
+  readonly onIdleError?: (error: Error) => void;
 }
 
 // bigint columns (fence tokens, counters) fit in a double for any realistic lifetime.
@@ -25,13 +27,17 @@ export function createPool(databaseUrl: string, opts: PoolOptions = {}): Pool {
     `-c lock_timeout=${opts.lockTimeoutMs ?? 5_000}`,
     `-c statement_timeout=${opts.statementTimeoutMs ?? 30_000}`,
   ].join(' ');
-  return new Pool({
+  const pool = new Pool({
     connectionString: databaseUrl,
     max: opts.max ?? 10,
     options: settings,
     application_name: opts.applicationName ?? 'tickwork',
     types: typeParsers,
   });
+  // An idle connection that the server ends (restart, failover, a killed session) must not crash
+  // the process: the pool drops it, and the next query opens a new one.
+  pool.on('error', (e) => opts.onIdleError?.(e));
+  return pool;
 }
 
 /** Creates the database named in the URL if it does not exist (connecting to the `postgres` database). */

@@ -10,5 +10,27 @@ export {
   type ClaimedFire,
 } from './repositories/fire.repository';
 export { ShardLeaseRepository } from './repositories/shard-lease.repository';
-export { RunRepository, type RunStart, type RunCompletion } from './repositories/run.repository';
+export {
+  RunRepository,
+  type RunStart,
+  type RunCompletion,
+  type RunState,
+} from './repositories/run.repository';
 export type { Pool } from 'pg';
+export {
+  DuplicateCommandError,
+  AlreadyReplayedError,
+  type AuditEntry,
+  type CommandStamp,
+  type MutationMeta,
+  type JobTransaction,
+  type JobListQuery,
+  type DeadLetterRecord,
+} from './repositories/job.repository';
+export {
+  HistoryRepository,
+  type OccurrenceEntry,
+  type OccurrenceCursor,
+  type DeadLetterEntry,
+  type FireTrigger,
+} from './repositories/history.repository';

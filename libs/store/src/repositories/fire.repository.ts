@@ -5,16 +5,14 @@
 import type { Pool, PoolClient } from 'pg';
 import {
   fireIdOf,
-  targetFromWire,
-  targetToWire,
   type DueOccurrencePlan,
   type FireEvent,
   type FireKey,
   type Job,
-  type JsonValue,
   type ShardEpoch,
 } from '@tickwork/domain';
 import { inTransaction } from '../database';
+import { fireEventFromSnapshot, type FireEventSnapshot } from './fire-snapshot';
 import { JOB_COLUMNS, jobFromRow, type JobRow } from './rows';
 
 /** A due job as the claim sees it: the job, and whether its previous fire is still in flight. */
@@ -44,6 +42,8 @@ export interface ClaimResult {
   readonly fires: readonly ClaimedFire[];
   readonly skipped: number;
   readonly scanned: number;
+  /** Jobs whose stored definition could not be planned: paused so they cannot block the shard. */
+  readonly parked: readonly string[];
   /** Some tenant filled its cap: more may be due right now. */
   readonly saturated: boolean;
 }
@@ -51,6 +51,13 @@ export interface ClaimResult {
 export interface ClaimedFire {
   readonly shard: number;
   readonly event: FireEvent;
+}
+
+interface BrokenJob {
+  readonly jobId: string;
+  readonly tenantId: string;
+  readonly nominal: Date;
+  readonly error: string;
 }
 
 interface LeaseRow {
@@ -79,7 +86,7 @@ export class FireRepository {
       const held = leases.rows.map((r) => r.shard);
       const fencedOut = req.shards.map((s) => s.shard).filter((s) => !held.includes(s));
       const now = leases.rows[0]?.db_now ?? (await client.query<{ now: Date }>('SELECT now()')).rows[0]!.now;
-      const idle = { now, fencedOut, fires: [], skipped: 0, scanned: 0, saturated: false };
+      const idle = { now, fencedOut, fires: [], skipped: 0, scanned: 0, parked: [], saturated: false };
       if (held.length === 0) return idle;
 
       // Which tenants have due work in the held shards: a loose index scan over the tenants of
@@ -147,11 +154,21 @@ export class FireRepository {
       for (const r of due.rows)
         perGroup.set(`${r.shard}|${r.tenant_id}`, (perGroup.get(`${r.shard}|${r.tenant_id}`) ?? 0) + 1);
       const saturated = q.shard.some((s, i) => (perGroup.get(`${s}|${q.tenant[i]}`) ?? 0) >= q.cap[i]!);
-      const dueJobs = due.rows.map((r) => ({
-        job: jobFromRow(r),
-        previousFireInFlight: r.in_flight === true,
-      }));
-      const result = await this.applyPlans(client, req.owner, now, fencedOut, dueJobs, plan);
+      const dueJobs: DueJob[] = [];
+      const broken: BrokenJob[] = [];
+      for (const r of due.rows) {
+        try {
+          dueJobs.push({ job: jobFromRow(r), previousFireInFlight: r.in_flight === true });
+        } catch (e) {
+          broken.push({
+            jobId: r.job_id,
+            tenantId: r.tenant_id,
+            nominal: r.next_nominal_at ?? now,
+            error: (e as Error).message,
+          });
+        }
+      }
+      const result = await this.applyPlans(client, req.owner, now, fencedOut, dueJobs, plan, broken);
       return { ...result, saturated };
     });
   }
@@ -163,6 +180,7 @@ export class FireRepository {
     fencedOut: number[],
     dueJobs: DueJob[],
     plan: ClaimPlanner,
+    broken: BrokenJob[],
   ): Promise<Omit<ClaimResult, 'saturated'>> {
     const upd = {
       id: [] as string[],
@@ -174,11 +192,8 @@ export class FireRepository {
     const ins = {
       id: [] as string[],
       token: [] as number[],
-      tenant: [] as string[],
-      shard: [] as number[],
       nominal: [] as Date[],
       scheduled: [] as Date[],
-      event: [] as string[],
     };
     const skip = {
       id: [] as string[],
@@ -193,7 +208,18 @@ export class FireRepository {
 
     for (const due of dueJobs) {
       const job = due.job;
-      const p = plan(due, now);
+      let p: DueOccurrencePlan;
+      try {
+        p = plan(due, now);
+      } catch (e) {
+        broken.push({
+          jobId: job.jobId,
+          tenantId: job.tenantId,
+          nominal: job.nextNominalAt ?? now,
+          error: (e as Error).message,
+        });
+        continue;
+      }
       upd.id.push(job.jobId);
       upd.n.push(p.fires.length);
       upd.next.push(p.next?.scheduledFor ?? null);
@@ -215,11 +241,8 @@ export class FireRepository {
         fires.push({ shard: job.shard, event });
         ins.id.push(job.jobId);
         ins.token.push(fenceToken);
-        ins.tenant.push(job.tenantId);
-        ins.shard.push(job.shard);
         ins.nominal.push(f.nominalTime);
         ins.scheduled.push(f.scheduledFor);
-        ins.event.push(JSON.stringify(eventSnapshot(event)));
       });
       for (const s of p.skips) {
         skipped += s.occurrences;
@@ -246,12 +269,20 @@ export class FireRepository {
       [upd.id, upd.n, upd.next, upd.nominal, upd.status],
     );
     if (ins.id.length > 0) {
+      // The event snapshot is built by the server from the job row (target, payload): sending it
+      // from here would bind megabytes of JSON per batch for data the database already has.
       await client.query(
         `INSERT INTO fires (job_id, fence_token, tenant_id, shard, nominal_time, scheduled_for, claimed_by, event)
-         SELECT v.job_id, v.token, v.tenant, v.shard, v.nominal, v.scheduled, $8, v.event
-           FROM unnest($1::text[], $2::bigint[], $3::text[], $4::int[], $5::timestamptz[], $6::timestamptz[], $7::jsonb[])
-             AS v(job_id, token, tenant, shard, nominal, scheduled, event)`,
-        [ins.id, ins.token, ins.tenant, ins.shard, ins.nominal, ins.scheduled, ins.event, owner],
+         SELECT v.job_id, v.token, j.tenant_id, j.shard, v.nominal, v.scheduled, $5,
+                jsonb_build_object(
+                  'job_id', v.job_id, 'tenant_id', j.tenant_id, 'fence_token', v.token,
+                  'fire_id', v.job_id || ':' || v.token,
+                  'scheduled_for', to_char(v.scheduled AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                  'nominal_time', to_char(v.nominal AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                  'attempt', 1, 'target', j.target, 'payload', j.payload)
+           FROM unnest($1::text[], $2::bigint[], $3::timestamptz[], $4::timestamptz[]) AS v(job_id, token, nominal, scheduled)
+           JOIN jobs j ON j.job_id = v.job_id`,
+        [ins.id, ins.token, ins.nominal, ins.scheduled, owner],
       );
     }
     if (skip.id.length > 0) {
@@ -261,7 +292,37 @@ export class FireRepository {
         [skip.id, skip.tenant, skip.reason, skip.first, skip.last, skip.count],
       );
     }
-    return { now, fencedOut, fires, skipped, scanned: dueJobs.length };
+    if (broken.length > 0) await this.parkBrokenJobs(client, broken);
+    return {
+      now,
+      fencedOut,
+      fires,
+      skipped,
+      scanned: dueJobs.length + broken.length,
+      parked: broken.map((b) => b.jobId),
+    };
+  }
+
+  /**
+   * A job whose stored definition cannot be planned (it should never happen: the boundary
+   * validates) must not block its shard: it is paused, and the occurrence ledger says why.
+   */
+  private async parkBrokenJobs(client: PoolClient, broken: BrokenJob[]): Promise<void> {
+    await client.query(
+      `UPDATE jobs SET status = 'PAUSED', updated_at = now() WHERE job_id = ANY($1::text[])`,
+      [broken.map((b) => b.jobId)],
+    );
+    await client.query(
+      `INSERT INTO occurrence_skips (job_id, tenant_id, reason, first_nominal, last_nominal, occurrences)
+       SELECT v.id, v.tenant, 'INVALID_DEFINITION: ' || v.err, v.at, v.at, 1
+         FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[]) AS v(id, tenant, at, err)`,
+      [
+        broken.map((b) => b.jobId),
+        broken.map((b) => b.tenantId),
+        broken.map((b) => b.nominal),
+        broken.map((b) => b.error.slice(0, 500)),
+      ],
+    );
   }
 
   /** Marks fires as confirmed on Kafka; they leave the outbox. */
@@ -285,59 +346,19 @@ export class FireRepository {
     minAgeMs: number;
     limit: number;
   }): Promise<ClaimedFire[]> {
-    const { rows } = await this.pool.query<{ shard: number; event: EventSnapshot }>(
+    const { rows } = await this.pool.query<{ shard: number; event: FireEventSnapshot }>(
       `SELECT f.shard, f.event
          FROM fires f
          JOIN shard_leases l ON l.shard = f.shard
          JOIN unnest($1::int[], $2::bigint[]) AS o(shard, epoch) ON o.shard = l.shard AND o.epoch = l.epoch
         WHERE l.owner = $3 AND l.expires_at > now()
           AND f.enqueued_at IS NULL
-          AND f.claimed_at <= now() - make_interval(secs => $4::double precision / 1000)
+          -- Manual and replayed fires have no claimer publishing them: relay them at once.
+          AND (f.trigger <> 'SCHEDULE' OR f.claimed_at <= now() - make_interval(secs => $4::double precision / 1000))
         ORDER BY f.claimed_at
         LIMIT $5`,
       [req.shards.map((s) => s.shard), req.shards.map((s) => s.epoch), req.owner, req.minAgeMs, req.limit],
     );
-    return rows.map((r) => ({ shard: r.shard, event: eventFromSnapshot(r.event) }));
+    return rows.map((r) => ({ shard: r.shard, event: fireEventFromSnapshot(r.event) }));
   }
-}
-
-/** The fire event as stored in the outbox row, so a re-enqueue needs nothing else. */
-interface EventSnapshot {
-  job_id: string;
-  tenant_id: string;
-  fence_token: number;
-  fire_id: string;
-  scheduled_for: string;
-  nominal_time: string;
-  attempt: number;
-  target: Record<string, JsonValue>;
-  payload: JsonValue;
-}
-
-function eventSnapshot(e: FireEvent): EventSnapshot {
-  return {
-    job_id: e.jobId,
-    tenant_id: e.tenantId,
-    fence_token: e.fenceToken,
-    fire_id: e.fireId,
-    scheduled_for: e.scheduledFor.toISOString(),
-    nominal_time: e.nominalTime.toISOString(),
-    attempt: e.attempt,
-    target: targetToWire(e.target),
-    payload: e.payload,
-  };
-}
-
-function eventFromSnapshot(s: EventSnapshot): FireEvent {
-  return {
-    jobId: s.job_id,
-    tenantId: s.tenant_id,
-    fenceToken: s.fence_token,
-    fireId: s.fire_id,
-    scheduledFor: new Date(s.scheduled_for),
-    nominalTime: new Date(s.nominal_time),
-    attempt: s.attempt,
-    target: targetFromWire(s.target),
-    payload: s.payload,
-  };
 }

@@ -1,12 +1,52 @@
-/** Jobs: create, read, list and change state, as the API and the command consumer need. */
-import type { Pool } from 'pg';
-import { policiesToWire, scheduleToWire, targetToWire, type Job, type JobDefinition, type PlannedOccurrence } from '@tickwork/domain';
-import { JOB_COLUMNS, jobFromRow, type JobRow } from './rows';
+/**
+ * Jobs: create, read, list and change, as the API and the command consumer need. Every change runs
+ * in one transaction that locks the job row (so it waits for, and never interleaves with, a
+ * scheduler claim, which locks rows FOR UPDATE SKIP LOCKED), records the command id when the change
+ * came from a Kafka command (dedupe), and writes the audit event — all or nothing.
+ */
+import type { Pool, PoolClient } from 'pg';
+import {
+  policiesToWire,
+  scheduleToWire,
+  targetToWire,
+  type FireEvent,
+  type Job,
+  type JobDefinition,
+  type JobStatus,
+  type JsonValue,
+  type PlannedOccurrence,
+  type Run,
+} from '@tickwork/domain';
+import { inTransaction } from '../database';
+import { JOB_COLUMNS, RUN_COLUMNS, jobFromRow, runFromRow, type JobRow, type RunRow } from './rows';
+import { fireEventFromSnapshot, fireEventSnapshot, type FireEventSnapshot } from './fire-snapshot';
 
 export class JobAlreadyExistsError extends Error {
   constructor(readonly jobId: string) {
     super(`job ${jobId} already exists`);
     this.name = 'JobAlreadyExistsError';
+  }
+}
+
+/** A Kafka command whose (tenant, command_id) was already applied: the change is not made again. */
+export class DuplicateCommandError extends Error {
+  constructor(
+    readonly tenantId: string,
+    readonly commandId: string,
+  ) {
+    super(`command ${commandId} of tenant ${tenantId} was already applied`);
+    this.name = 'DuplicateCommandError';
+  }
+}
+
+/** A dead letter that was already replayed once. */
+export class AlreadyReplayedError extends Error {
+  constructor(
+    readonly fireId: string,
+    readonly replayFenceToken: number,
+  ) {
+    super(`dead letter ${fireId} was already replayed as fence token ${replayFenceToken}`);
+    this.name = 'AlreadyReplayedError';
   }
 }
 
@@ -17,43 +57,370 @@ export interface NewJob {
   readonly next: PlannedOccurrence | null;
 }
 
+/** Who made a change, through which interface, and what it was: one audit_events row. */
+export interface AuditEntry {
+  readonly actor: string;
+  readonly role: 'tenant' | 'admin';
+  readonly via: 'grpc' | 'rest' | 'kafka';
+  readonly action: string;
+}
+
+/** The Kafka command a change came from, recorded so a re-delivery is not applied twice. */
+export interface CommandStamp {
+  readonly tenantId: string;
+  readonly commandId: string;
+  readonly type: string;
+}
+
+export interface MutationMeta {
+  readonly audit: AuditEntry;
+  readonly command?: CommandStamp;
+}
+
+/** A dead-lettered fire as recorded: the run and the fire event it came from. */
+export interface DeadLetterRecord {
+  readonly run: Run;
+  /** The fire as claimed (from the outbox row), or null when that row is gone. */
+  readonly event: FireEvent | null;
+  readonly replayFenceToken: number | null;
+}
+
+/** The operations available on one locked job row inside a mutation. */
+export interface JobTransaction {
+  /** Live (SCHEDULED or PAUSED) jobs of a tenant, counted under a per-tenant lock so concurrent creates cannot both pass a quota. */
+  liveJobCount(tenantId: string): Promise<number>;
+  /** Stores a new job (continuing the fence tokens of a deleted job of the same id). */
+  insert(job: NewJob): Promise<Job>;
+  /** Replaces the definition; `next` 'keep' leaves next_run_at/next_nominal_at as they are. Bumps version. */
+  replaceDefinition(
+    definition: JobDefinition,
+    status: JobStatus,
+    next: PlannedOccurrence | null | 'keep',
+  ): Promise<Job>;
+  /** Sets the status (PAUSED or SCHEDULED), keeping the next occurrence. Bumps version. */
+  setStatus(status: 'PAUSED' | 'SCHEDULED', next?: PlannedOccurrence): Promise<Job>;
+  /** Deletes the job, keeping its last fence token in a tombstone and dropping its fire history (runs stay). */
+  delete(): Promise<void>;
+  /**
+   * Takes a new fence token (`fence_token + 1`, not counted against max_fires) and puts a fire for it
+   * in the outbox with the given trigger; `build` makes the event at the database's now().
+   */
+  recordFire(
+    trigger: 'MANUAL' | 'REPLAY',
+    claimedBy: string,
+    build: (fenceToken: number, now: Date) => FireEvent,
+  ): Promise<FireEvent>;
+  /** A dead-lettered run of this job, or null. */
+  deadLetter(fenceToken: number): Promise<DeadLetterRecord | null>;
+  /** Records that a dead letter was replayed; throws AlreadyReplayedError the second time. */
+  markReplayed(fenceToken: number, replayFenceToken: number, by: string): Promise<void>;
+  /** Extra facts for the audit event. */
+  note(details: Record<string, JsonValue>): void;
+}
+
+/** Filters and keyset page of ListJobs. */
+export interface JobListQuery {
+  readonly tenantId?: string;
+  readonly status?: JobStatus;
+  readonly labels?: Readonly<Record<string, string>>;
+  /** Only jobs whose id sorts after this one (the previous page's last). */
+  readonly afterJobId?: string;
+  readonly limit: number;
+}
+
 export class JobRepository {
   constructor(private readonly pool: Pool) {}
 
-  /** Stores a new job; throws JobAlreadyExistsError when the id is taken. */
+  /** Stores a new job outside any other change (tests and tools); throws JobAlreadyExistsError when the id is taken. */
   async insertJob(job: NewJob): Promise<Job> {
-    const d = job.definition;
-    try {
-      const { rows } = await this.pool.query<JobRow>(
-        `INSERT INTO jobs (job_id, tenant_id, shard, schedule_kind, schedule, time_zone, status, next_run_at, next_nominal_at, target, payload, policies, labels)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-         RETURNING ${JOB_COLUMNS}`,
-        [
-          d.jobId,
-          d.tenantId,
-          job.shard,
-          d.schedule.kind,
-          JSON.stringify(scheduleToWire(d.schedule)),
-          d.schedule.kind === 'cron' ? d.schedule.timeZone : 'UTC',
-          job.next ? 'SCHEDULED' : 'COMPLETED',
-          job.next?.scheduledFor ?? null,
-          job.next?.nominalTime ?? null,
-          JSON.stringify(targetToWire(d.target)),
-          JSON.stringify(d.payload),
-          JSON.stringify(policiesToWire(d.policies)),
-          JSON.stringify(d.labels),
-        ],
-      );
-      return jobFromRow(rows[0]!);
-    } catch (e) {
-      if ((e as { code?: string }).code === '23505') throw new JobAlreadyExistsError(d.jobId);
-      throw e;
-    }
+    return inTransaction(this.pool, (client) => insertJob(client, job));
   }
 
   /** One job by id, or null. */
   async findJob(jobId: string): Promise<Job | null> {
-    const { rows } = await this.pool.query<JobRow>(`SELECT ${JOB_COLUMNS} FROM jobs WHERE job_id = $1`, [jobId]);
+    const { rows } = await this.pool.query<JobRow>(`SELECT ${JOB_COLUMNS} FROM jobs WHERE job_id = $1`, [
+      jobId,
+    ]);
     return rows[0] ? jobFromRow(rows[0]) : null;
+  }
+
+  /** Jobs by tenant, status and labels, ordered by job_id. */
+  async listJobs(q: JobListQuery): Promise<Job[]> {
+    const { rows } = await this.pool.query<JobRow>(
+      `SELECT ${JOB_COLUMNS} FROM jobs
+        WHERE ($1::text IS NULL OR tenant_id = $1)
+          AND ($2::text IS NULL OR status = $2)
+          AND labels @> $3::jsonb
+          AND ($4::text IS NULL OR job_id > $4)
+        ORDER BY job_id
+        LIMIT $5`,
+      [q.tenantId ?? null, q.status ?? null, JSON.stringify(q.labels ?? {}), q.afterJobId ?? null, q.limit],
+    );
+    return rows.map(jobFromRow);
+  }
+
+  /**
+   * Runs `work` on the job row locked FOR UPDATE (null when there is none), in one transaction
+   * with the command dedupe record and the audit event. Throws DuplicateCommandError, without
+   * calling `work`, when meta.command was applied before.
+   */
+  async mutate<T>(
+    jobId: string,
+    meta: MutationMeta,
+    work: (job: Job | null, tx: JobTransaction) => Promise<T>,
+  ): Promise<T> {
+    return inTransaction(this.pool, async (client) => {
+      if (meta.command) {
+        const c = meta.command;
+        const stamped = await client.query(
+          `INSERT INTO applied_commands (tenant_id, command_id, job_id, command_type) VALUES ($1, $2, $3, $4)
+           ON CONFLICT (tenant_id, command_id) DO NOTHING`,
+          [c.tenantId, c.commandId, jobId, c.type],
+        );
+        if (stamped.rowCount !== 1) throw new DuplicateCommandError(c.tenantId, c.commandId);
+      }
+      const { rows } = await client.query<JobRow>(
+        `SELECT ${JOB_COLUMNS} FROM jobs WHERE job_id = $1 FOR UPDATE`,
+        [jobId],
+      );
+      const job = rows[0] ? jobFromRow(rows[0]) : null;
+      const tx = new PgJobTransaction(client, jobId);
+      const result = await work(job, tx);
+      await insertAudit(client, meta.audit, {
+        tenantId: tx.tenantId ?? job?.tenantId ?? meta.command?.tenantId ?? null,
+        jobId,
+        outcome: 'OK',
+        details: { ...tx.details, ...(meta.command ? { command_id: meta.command.commandId } : {}) },
+      });
+      return result;
+    });
+  }
+
+  /** Records an audit event for a change that was refused or failed (successful ones are written by `mutate`). */
+  async recordRefusal(
+    audit: AuditEntry,
+    what: {
+      tenantId: string | null;
+      jobId: string | null;
+      outcome: string;
+      details?: Record<string, JsonValue>;
+    },
+  ): Promise<void> {
+    await insertAudit(this.pool, audit, { details: {}, ...what });
+  }
+}
+
+type Queryable = Pick<PoolClient, 'query'>;
+
+async function insertAudit(
+  db: Queryable,
+  a: AuditEntry,
+  what: {
+    tenantId: string | null;
+    jobId: string | null;
+    outcome: string;
+    details: Record<string, JsonValue>;
+  },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO audit_events (actor, role, via, action, tenant_id, job_id, outcome, details) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    [a.actor, a.role, a.via, a.action, what.tenantId, what.jobId, what.outcome, JSON.stringify(what.details)],
+  );
+}
+
+async function insertJob(client: Queryable, job: NewJob): Promise<Job> {
+  const d = job.definition;
+  try {
+    const { rows } = await client.query<JobRow>(
+      `INSERT INTO jobs (job_id, tenant_id, shard, schedule_kind, schedule, time_zone, status, next_run_at, next_nominal_at, target, payload, policies, labels, fence_token)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
+               COALESCE((SELECT fence_token FROM job_tombstones WHERE job_id = $1), 0))
+       RETURNING ${JOB_COLUMNS}`,
+      [
+        d.jobId,
+        d.tenantId,
+        job.shard,
+        d.schedule.kind,
+        JSON.stringify(scheduleToWire(d.schedule)),
+        d.schedule.kind === 'cron' ? d.schedule.timeZone : 'UTC',
+        job.next ? 'SCHEDULED' : 'COMPLETED',
+        job.next?.scheduledFor ?? null,
+        job.next?.nominalTime ?? null,
+        JSON.stringify(targetToWire(d.target)),
+        JSON.stringify(d.payload),
+        JSON.stringify(policiesToWire(d.policies)),
+        JSON.stringify(d.labels),
+      ],
+    );
+    await client.query('DELETE FROM job_tombstones WHERE job_id = $1', [d.jobId]);
+    return jobFromRow(rows[0]!);
+  } catch (e) {
+    if ((e as { code?: string }).code === '23505') throw new JobAlreadyExistsError(d.jobId);
+    throw e;
+  }
+}
+
+class PgJobTransaction implements JobTransaction {
+  readonly details: Record<string, JsonValue> = {};
+  tenantId: string | null = null;
+
+  constructor(
+    private readonly client: PoolClient,
+    private readonly jobId: string,
+  ) {}
+
+  note(details: Record<string, JsonValue>): void {
+    Object.assign(this.details, details);
+  }
+
+  async liveJobCount(tenantId: string): Promise<number> {
+    await this.client.query(`SELECT pg_advisory_xact_lock(hashtext('tickwork.tenant-jobs'), hashtext($1))`, [
+      tenantId,
+    ]);
+    const { rows } = await this.client.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM jobs WHERE tenant_id = $1 AND status <> 'COMPLETED'`,
+      [tenantId],
+    );
+    return rows[0]?.n ?? 0;
+  }
+
+  async insert(job: NewJob): Promise<Job> {
+    this.tenantId = job.definition.tenantId;
+    // A savepoint keeps the transaction usable for the caller when the id turns out to be taken.
+    await this.client.query('SAVEPOINT insert_job');
+    try {
+      const created = await insertJob(this.client, job);
+      await this.client.query('RELEASE SAVEPOINT insert_job');
+      return created;
+    } catch (e) {
+      await this.client.query('ROLLBACK TO SAVEPOINT insert_job');
+      throw e;
+    }
+  }
+
+  async replaceDefinition(
+    d: JobDefinition,
+    status: JobStatus,
+    next: PlannedOccurrence | null | 'keep',
+  ): Promise<Job> {
+    const keep = next === 'keep';
+    const { rows } = await this.client.query<JobRow>(
+      `UPDATE jobs
+          SET schedule_kind = $2, schedule = $3, time_zone = $4, target = $5, payload = $6, policies = $7, labels = $8,
+              status = $9,
+              next_run_at = CASE WHEN $10::boolean THEN next_run_at ELSE $11 END,
+              next_nominal_at = CASE WHEN $10::boolean THEN next_nominal_at ELSE $12 END,
+              version = version + 1, updated_at = now()
+        WHERE job_id = $1
+        RETURNING ${JOB_COLUMNS}`,
+      [
+        this.jobId,
+        d.schedule.kind,
+        JSON.stringify(scheduleToWire(d.schedule)),
+        d.schedule.kind === 'cron' ? d.schedule.timeZone : 'UTC',
+        JSON.stringify(targetToWire(d.target)),
+        JSON.stringify(d.payload),
+        JSON.stringify(policiesToWire(d.policies)),
+        JSON.stringify(d.labels),
+        status,
+        keep,
+        keep ? null : (next?.scheduledFor ?? null),
+        keep ? null : (next?.nominalTime ?? null),
+      ],
+    );
+    return jobFromRow(rows[0]!);
+  }
+
+  async setStatus(status: 'PAUSED' | 'SCHEDULED', next?: PlannedOccurrence): Promise<Job> {
+    const { rows } = await this.client.query<JobRow>(
+      `UPDATE jobs SET status = $2, next_run_at = COALESCE($3, next_run_at), next_nominal_at = COALESCE($4, next_nominal_at),
+              version = version + 1, updated_at = now()
+        WHERE job_id = $1 RETURNING ${JOB_COLUMNS}`,
+      [this.jobId, status, next?.scheduledFor ?? null, next?.nominalTime ?? null],
+    );
+    return jobFromRow(rows[0]!);
+  }
+
+  async delete(): Promise<void> {
+    await this.client.query(
+      `WITH gone AS (DELETE FROM jobs WHERE job_id = $1 RETURNING job_id, tenant_id, fence_token)
+       INSERT INTO job_tombstones (job_id, tenant_id, fence_token) SELECT job_id, tenant_id, fence_token FROM gone
+       ON CONFLICT (job_id) DO UPDATE SET tenant_id = EXCLUDED.tenant_id, fence_token = EXCLUDED.fence_token, deleted_at = now()`,
+      [this.jobId],
+    );
+    // Fires still in the outbox stay: they were claimed before the delete and will be published.
+    await this.client.query('DELETE FROM fires WHERE job_id = $1 AND enqueued_at IS NOT NULL', [this.jobId]);
+    await this.client.query('DELETE FROM occurrence_skips WHERE job_id = $1', [this.jobId]);
+  }
+
+  async recordFire(
+    trigger: 'MANUAL' | 'REPLAY',
+    claimedBy: string,
+    build: (fenceToken: number, now: Date) => FireEvent,
+  ): Promise<FireEvent> {
+    const { rows } = await this.client.query<{ fence_token: number; shard: number; now: Date }>(
+      `UPDATE jobs SET fence_token = fence_token + 1, last_fired_at = now(), updated_at = now()
+        WHERE job_id = $1 RETURNING fence_token, shard, now() AS now`,
+      [this.jobId],
+    );
+    const row = rows[0]!;
+    const event = build(row.fence_token, row.now);
+    await this.client.query(
+      `INSERT INTO fires (job_id, fence_token, tenant_id, shard, nominal_time, scheduled_for, trigger, claimed_by, event)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+      [
+        event.jobId,
+        event.fenceToken,
+        event.tenantId,
+        row.shard,
+        event.nominalTime,
+        event.scheduledFor,
+        trigger,
+        claimedBy,
+        JSON.stringify(fireEventSnapshot(event)),
+      ],
+    );
+    this.note({ fence_token: event.fenceToken, trigger });
+    return event;
+  }
+
+  async deadLetter(fenceToken: number): Promise<DeadLetterRecord | null> {
+    const { rows } = await this.client.query<
+      RunRow & { event: FireEventSnapshot | null; replay_fence_token: number | null }
+    >(
+      `SELECT ${RUN_COLUMNS.split(', ')
+        .map((c) => `r.${c}`)
+        .join(', ')}, f.event, d.replay_fence_token
+         FROM job_runs r
+         LEFT JOIN fires f ON f.job_id = r.job_id AND f.fence_token = r.fence_token
+         LEFT JOIN dead_letter_replays d ON d.job_id = r.job_id AND d.fence_token = r.fence_token
+        WHERE r.job_id = $1 AND r.fence_token = $2 AND r.status = 'DEAD_LETTERED'`,
+      [this.jobId, fenceToken],
+    );
+    const row = rows[0];
+    if (!row) return null;
+    return {
+      run: runFromRow(row),
+      event: row.event ? fireEventFromSnapshot(row.event) : null,
+      replayFenceToken: row.replay_fence_token,
+    };
+  }
+
+  async markReplayed(fenceToken: number, replayFenceToken: number, by: string): Promise<void> {
+    const { rows } = await this.client.query<{ replay_fence_token: number }>(
+      `INSERT INTO dead_letter_replays (job_id, fence_token, replay_fence_token, replayed_by) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (job_id, fence_token) DO NOTHING RETURNING replay_fence_token`,
+      [this.jobId, fenceToken, replayFenceToken, by],
+    );
+    if (rows.length === 0) {
+      const existing = await this.client.query<{ replay_fence_token: number }>(
+        'SELECT replay_fence_token FROM dead_letter_replays WHERE job_id = $1 AND fence_token = $2',
+        [this.jobId, fenceToken],
+      );
+      throw new AlreadyReplayedError(
+        `${this.jobId}:${fenceToken}`,
+        existing.rows[0]?.replay_fence_token ?? -1,
+      );
+    }
   }
 }

@@ -1,45 +1,197 @@
 /** The run ledger: the executor's idempotency key and lease per fire (job_id, fence_token). */
 import type { Pool } from 'pg';
-import type { FireEvent, FireKey, Run, RunStatus } from '@tickwork/domain';
+import {
+  policiesFromWire,
+  type FireEvent,
+  type FireKey,
+  type RetryPolicy,
+  type Run,
+  type RunStatus,
+} from '@tickwork/domain';
 import { RUN_COLUMNS, runFromRow, type RunRow } from './rows';
 
+/** A run as the executor needs it: the ledger row plus its retry hand-off state. */
+export interface RunState extends Run {
+  /** When the next attempt of a RETRYING run may start. */
+  readonly nextAttemptAt: Date | null;
+  /** When the retry message or dead letter that carries this run on was acknowledged by Kafka. */
+  readonly handedOffAt: Date | null;
+  /** How long the current lease still runs, by the database clock (0 when expired or none). */
+  readonly leaseRemainingMs: number;
+}
+
 export type RunStart =
-  | { readonly action: 'execute'; readonly leaseToken: string; readonly takenOver: boolean }
-  | { readonly action: 'skip'; readonly reason: 'ALREADY_FINAL' | 'LEASE_HELD'; readonly status: RunStatus };
+  | {
+      readonly action: 'execute';
+      readonly leaseToken: string;
+      readonly takenOver: boolean;
+      /** The attempt this execution is: the fire's, or higher when it took over a later attempt. */
+      readonly attempt: number;
+      /** The job's retry policy now, or null when the job no longer exists. */
+      readonly retryPolicy: RetryPolicy | null;
+    }
+  | {
+      readonly action: 'skip';
+      /** ALREADY_FINAL: done; LEASE_HELD: running under a live lease; RETRY_SCHEDULED: this or a later attempt already failed and a retry is due. */
+      readonly reason: 'ALREADY_FINAL' | 'LEASE_HELD' | 'RETRY_SCHEDULED';
+      readonly status: RunStatus;
+      readonly run: RunState | null;
+    };
 
 export interface RunCompletion {
   readonly status: Exclude<RunStatus, 'RUNNING'>;
   readonly httpStatus: number | null;
   readonly error: string | null;
+  /** For RETRYING: when the next attempt may start. */
+  readonly nextAttemptAt?: Date | null;
+}
+
+interface RunStateRow extends RunRow {
+  next_attempt_at: Date | null;
+  handed_off_at: Date | null;
+  lease_remaining_ms: number;
+}
+
+const STATE_COLUMNS = `${RUN_COLUMNS}, next_attempt_at, handed_off_at,
+  GREATEST(0, COALESCE(EXTRACT(EPOCH FROM (lease_expires_at - now())) * 1000, 0))::float8 AS lease_remaining_ms`;
+
+function stateFromRow(row: RunStateRow): RunState {
+  return {
+    ...runFromRow(row),
+    nextAttemptAt: row.next_attempt_at,
+    handedOffAt: row.handed_off_at,
+    leaseRemainingMs: row.lease_remaining_ms,
+  };
+}
+
+const DEADLOCK = '40P01';
+
+/** Runs a statement again (a few times) when PostgreSQL picked it as a deadlock victim. */
+async function retryOnDeadlock<T>(statement: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await statement();
+    } catch (e) {
+      if ((e as { code?: string }).code !== DEADLOCK || attempt >= 3) throw e;
+      await new Promise((r) => setTimeout(r, 10 * attempt));
+    }
+  }
 }
 
 export class RunRepository {
   constructor(private readonly pool: Pool) {}
 
   /**
-   * Starts (or takes over) the run of a fire. A fire already in a final state, or running under
-   * someone's live lease, is skipped; an expired lease is taken over with a new lease token.
+   * Starts (or takes over) the run of a fire, in one round trip that also reads the job's retry
+   * policy. Inserts RUNNING with a new lease token; takes over a RUNNING run whose lease expired,
+   * or a RETRYING run whose failed attempt is older than this one. Anything else is skipped:
+   * final, running under a live lease, or a retry already scheduled for this or a later attempt.
    */
   async beginRun(fire: FireEvent, owner: string, leaseMs: number): Promise<RunStart> {
-    const { rows } = await this.pool.query<{ lease_token: string; inserted: boolean }>(
-      `INSERT INTO job_runs (job_id, fence_token, tenant_id, fire_id, nominal_time, scheduled_for, attempt, status,
-                             lease_owner, lease_token, lease_expires_at, started_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, 'RUNNING', $8, gen_random_uuid(),
-               now() + make_interval(secs => $9::double precision / 1000), now())
-       ON CONFLICT (job_id, fence_token) DO UPDATE
-          SET lease_owner = EXCLUDED.lease_owner, lease_token = EXCLUDED.lease_token,
-              lease_expires_at = EXCLUDED.lease_expires_at, status = 'RUNNING',
-              attempt = GREATEST(job_runs.attempt, EXCLUDED.attempt), started_at = now(), updated_at = now()
-        WHERE (job_runs.status = 'RUNNING' AND job_runs.lease_expires_at <= now())
-           OR (job_runs.status = 'RETRYING' AND EXCLUDED.attempt > job_runs.attempt)
-       RETURNING lease_token::text, (xmax = 0) AS inserted`,
-      [fire.jobId, fire.fenceToken, fire.tenantId, fire.fireId, fire.nominalTime, fire.scheduledFor, fire.attempt, owner, leaseMs],
+    return (await this.beginRuns([fire], owner, leaseMs))[0]!;
+  }
+
+  /** beginRun for many fires in one statement (plus one read for the skipped); results in input order. */
+  async beginRuns(fires: readonly FireEvent[], owner: string, leaseMs: number): Promise<RunStart[]> {
+    const out = new Array<RunStart | undefined>(fires.length);
+    // One statement may not touch a row twice: a fire delivered twice in one batch goes in the next round.
+    let pending = fires.map((fire, i) => ({ fire, i }));
+    while (pending.length > 0) {
+      const seen = new Set<string>();
+      const round: typeof pending = [];
+      const later: typeof pending = [];
+      for (const p of pending) {
+        const k = `${p.fire.jobId}\u0000${p.fire.fenceToken}`;
+        if (seen.has(k)) later.push(p);
+        else {
+          seen.add(k);
+          round.push(p);
+        }
+      }
+      const starts = await retryOnDeadlock(() =>
+        this.beginRound(
+          round.map((p) => p.fire),
+          owner,
+          leaseMs,
+        ),
+      );
+      round.forEach((p, j) => (out[p.i] = starts[j]));
+      pending = later;
+    }
+    return out as RunStart[];
+  }
+
+  private async beginRound(fires: readonly FireEvent[], owner: string, leaseMs: number): Promise<RunStart[]> {
+    const { rows } = await this.pool.query<{
+      ord: number;
+      lease_token: string | null;
+      inserted: boolean | null;
+      attempt: number | null;
+      policies: Record<string, unknown> | null;
+    }>(
+      `WITH input AS (
+         SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[], $7::int[])
+                  WITH ORDINALITY AS i(job_id, fence_token, tenant_id, fire_id, nominal_time, scheduled_for, attempt, ord)),
+       up AS (
+         INSERT INTO job_runs (job_id, fence_token, tenant_id, fire_id, nominal_time, scheduled_for, attempt, status,
+                               lease_owner, lease_token, lease_expires_at, started_at)
+         SELECT i.job_id, i.fence_token, i.tenant_id, i.fire_id, i.nominal_time, i.scheduled_for, i.attempt, 'RUNNING',
+                $8, gen_random_uuid(), now() + make_interval(secs => $9::double precision / 1000), now()
+           FROM input i
+          -- One lock order for every writer, so concurrent batches cannot deadlock each other.
+          ORDER BY i.job_id, i.fence_token
+         ON CONFLICT (job_id, fence_token) DO UPDATE
+            SET lease_owner = EXCLUDED.lease_owner, lease_token = EXCLUDED.lease_token,
+                lease_expires_at = EXCLUDED.lease_expires_at, status = 'RUNNING',
+                attempt = GREATEST(job_runs.attempt, EXCLUDED.attempt), started_at = now(), finished_at = NULL,
+                next_attempt_at = NULL, handed_off_at = NULL, updated_at = now()
+          WHERE (job_runs.status = 'RUNNING' AND job_runs.lease_expires_at <= now())
+             OR (job_runs.status = 'RETRYING' AND EXCLUDED.attempt > job_runs.attempt)
+         RETURNING job_id, fence_token, lease_token::text AS lease_token, (xmax = 0) AS inserted, attempt)
+       SELECT i.ord::int AS ord, up.lease_token, up.inserted, up.attempt, j.policies
+         FROM input i
+         LEFT JOIN up ON up.job_id = i.job_id AND up.fence_token = i.fence_token
+         LEFT JOIN jobs j ON j.job_id = i.job_id`,
+      [
+        fires.map((f) => f.jobId),
+        fires.map((f) => f.fenceToken),
+        fires.map((f) => f.tenantId),
+        fires.map((f) => f.fireId),
+        fires.map((f) => f.nominalTime),
+        fires.map((f) => f.scheduledFor),
+        fires.map((f) => f.attempt),
+        owner,
+        leaseMs,
+      ],
     );
-    const row = rows[0];
-    if (row) return { action: 'execute', leaseToken: row.lease_token, takenOver: !row.inserted };
-    const existing = await this.findRun(fire);
-    const status = existing?.status ?? 'RUNNING';
-    return { action: 'skip', reason: status === 'RUNNING' || status === 'RETRYING' ? 'LEASE_HELD' : 'ALREADY_FINAL', status };
+    const starts = new Array<RunStart | undefined>(fires.length);
+    const skipped: number[] = [];
+    for (const row of rows) {
+      const i = row.ord - 1;
+      const fire = fires[i]!;
+      if (row.lease_token) {
+        starts[i] = {
+          action: 'execute',
+          leaseToken: row.lease_token,
+          takenOver: row.inserted === false,
+          attempt: row.attempt ?? fire.attempt,
+          retryPolicy: row.policies ? policiesFromWire(row.policies).retry : null,
+        };
+      } else skipped.push(i);
+    }
+    if (skipped.length > 0) {
+      const states = await this.findRunStates(skipped.map((i) => fires[i]!));
+      for (const i of skipped) {
+        const fire = fires[i]!;
+        const run = states.get(`${fire.jobId}\u0000${fire.fenceToken}`) ?? null;
+        const status: RunStatus = run?.status ?? 'RUNNING';
+        // A row we could not take and cannot see was inserted by a concurrent delivery: treat it as held.
+        const reason =
+          status === 'RUNNING' ? 'LEASE_HELD' : status === 'RETRYING' ? 'RETRY_SCHEDULED' : 'ALREADY_FINAL';
+        starts[i] = { action: 'skip', reason, status, run };
+      }
+    }
+    return starts as RunStart[];
   }
 
   /** Extends a live lease; false when the lease was lost (taken over or finished). */
@@ -54,23 +206,102 @@ export class RunRepository {
 
   /** Records an attempt's outcome, only if the caller still holds the lease; false when fenced out. */
   async completeRun(key: FireKey, leaseToken: string, outcome: RunCompletion): Promise<boolean> {
-    const r = await this.pool.query(
-      `UPDATE job_runs
-          SET status = $4, http_status = $5, error = $6, finished_at = now(), updated_at = now(),
-              lease_expires_at = NULL
-        WHERE job_id = $1 AND fence_token = $2 AND lease_token = $3 AND status = 'RUNNING'`,
-      [key.jobId, key.fenceToken, leaseToken, outcome.status, outcome.httpStatus, outcome.error],
+    return (await this.completeRuns([{ key, leaseToken, outcome }]))[0]!;
+  }
+
+  /** completeRun for many runs in one statement; results in input order. */
+  async completeRuns(
+    items: readonly { readonly key: FireKey; readonly leaseToken: string; readonly outcome: RunCompletion }[],
+  ): Promise<boolean[]> {
+    if (items.length === 0) return [];
+    const { rows } = await retryOnDeadlock(() =>
+      this.pool.query<{ job_id: string; fence_token: number; lease_token: string }>(
+        `UPDATE job_runs r
+            SET status = c.status, http_status = c.http_status, error = c.error, finished_at = now(), updated_at = now(),
+                lease_expires_at = NULL, next_attempt_at = c.next_attempt_at, handed_off_at = NULL
+           FROM unnest($1::text[], $2::bigint[], $3::uuid[], $4::text[], $5::int[], $6::text[], $7::timestamptz[])
+                AS c(job_id, fence_token, lease_token, status, http_status, error, next_attempt_at)
+          WHERE r.job_id = c.job_id AND r.fence_token = c.fence_token AND r.lease_token = c.lease_token AND r.status = 'RUNNING'
+          RETURNING r.job_id, r.fence_token, r.lease_token::text AS lease_token`,
+        [
+          items.map((x) => x.key.jobId),
+          items.map((x) => x.key.fenceToken),
+          items.map((x) => x.leaseToken),
+          items.map((x) => x.outcome.status),
+          items.map((x) => x.outcome.httpStatus),
+          items.map((x) => x.outcome.error),
+          items.map((x) => x.outcome.nextAttemptAt ?? null),
+        ],
+      ),
     );
-    return r.rowCount === 1;
+    const done = new Set(rows.map((r) => `${r.job_id}\u0000${r.fence_token}\u0000${r.lease_token}`));
+    return items.map((x) => done.has(`${x.key.jobId}\u0000${x.key.fenceToken}\u0000${x.leaseToken}`));
+  }
+
+  /** Notes that the retry message or dead letter of this run (in this status and attempt) is on Kafka. */
+  async markHandedOff(key: FireKey, status: 'RETRYING' | 'DEAD_LETTERED', attempt: number): Promise<void> {
+    await this.pool.query(
+      `UPDATE job_runs SET handed_off_at = now(), updated_at = now()
+        WHERE job_id = $1 AND fence_token = $2 AND status = $3 AND attempt = $4 AND handed_off_at IS NULL`,
+      [key.jobId, key.fenceToken, status, attempt],
+    );
+  }
+
+  /** Gives a lease up early (the executor is stopping), so another executor may take the run now. */
+  async releaseRun(key: FireKey, leaseToken: string): Promise<void> {
+    await this.pool.query(
+      `UPDATE job_runs SET lease_expires_at = now(), updated_at = now()
+        WHERE job_id = $1 AND fence_token = $2 AND lease_token = $3 AND status = 'RUNNING'`,
+      [key.jobId, key.fenceToken, leaseToken],
+    );
+  }
+
+  /**
+   * Deletes up to `batchSize` finished runs created more than `retentionMs` ago, oldest first.
+   * SKIP LOCKED: rows an executor is writing right now are left for the next pass, so the purge
+   * never waits on (or blocks) the hot path. Returns how many rows it deleted.
+   */
+  async purgeFinishedRuns(retentionMs: number, batchSize: number): Promise<number> {
+    const r = await this.pool.query(
+      `WITH doomed AS (
+         SELECT job_id, fence_token FROM job_runs
+          WHERE status IN ('SUCCEEDED', 'DEAD_LETTERED', 'SKIPPED')
+            AND created_at < now() - make_interval(secs => $1::double precision / 1000)
+          ORDER BY created_at
+          LIMIT $2
+          FOR UPDATE SKIP LOCKED)
+       DELETE FROM job_runs r USING doomed d WHERE r.job_id = d.job_id AND r.fence_token = d.fence_token`,
+      [retentionMs, batchSize],
+    );
+    return r.rowCount ?? 0;
   }
 
   /** One run by its fire key, or null. */
   async findRun(key: FireKey): Promise<Run | null> {
-    const { rows } = await this.pool.query<RunRow>(`SELECT ${RUN_COLUMNS} FROM job_runs WHERE job_id = $1 AND fence_token = $2`, [
-      key.jobId,
-      key.fenceToken,
-    ]);
+    const { rows } = await this.pool.query<RunRow>(
+      `SELECT ${RUN_COLUMNS} FROM job_runs WHERE job_id = $1 AND fence_token = $2`,
+      [key.jobId, key.fenceToken],
+    );
     return rows[0] ? runFromRow(rows[0]) : null;
+  }
+
+  /** One run with its retry hand-off state and remaining lease, or null. */
+  async findRunState(key: FireKey): Promise<RunState | null> {
+    const { rows } = await this.pool.query<RunStateRow>(
+      `SELECT ${STATE_COLUMNS} FROM job_runs WHERE job_id = $1 AND fence_token = $2`,
+      [key.jobId, key.fenceToken],
+    );
+    return rows[0] ? stateFromRow(rows[0]) : null;
+  }
+
+  /** Several runs with their hand-off state, keyed by `job_id\u0000fence_token`. */
+  private async findRunStates(keys: readonly FireKey[]): Promise<Map<string, RunState>> {
+    const { rows } = await this.pool.query<RunStateRow>(
+      `SELECT ${STATE_COLUMNS} FROM job_runs
+        WHERE (job_id, fence_token) IN (SELECT * FROM unnest($1::text[], $2::bigint[]))`,
+      [keys.map((k) => k.jobId), keys.map((k) => k.fenceToken)],
+    );
+    return new Map(rows.map((r) => [`${r.job_id}\u0000${r.fence_token}`, stateFromRow(r)]));
   }
 
   /** A job's runs, newest first. */

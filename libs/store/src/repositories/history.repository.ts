@@ -1,0 +1,183 @@
+/**
+ * What happened to jobs, read for the admin API: runs (the executor's ledger), the occurrence
+ * ledger (fires merged with skipped and coalesced occurrences) and dead letters. Keyset-paged,
+ * newest first.
+ */
+import type { Pool } from 'pg';
+import type { Run, RunStatus } from '@tickwork/domain';
+import { RUN_COLUMNS, runFromRow, type RunRow } from './rows';
+
+export type FireTrigger = 'SCHEDULE' | 'MANUAL' | 'REPLAY';
+
+/** One entry of the occurrence ledger: a fire, or a range of occurrences that did not fire. */
+export type OccurrenceEntry =
+  | {
+      readonly kind: 'FIRE';
+      readonly nominalTime: Date;
+      readonly fenceToken: number;
+      readonly trigger: FireTrigger;
+      readonly scheduledFor: Date;
+      readonly claimedAt: Date;
+      readonly enqueuedAt: Date | null;
+      readonly runStatus: RunStatus | null;
+      readonly cursor: OccurrenceCursor;
+    }
+  | {
+      readonly kind: 'SKIP';
+      readonly reason: string;
+      readonly firstNominal: Date;
+      readonly lastNominal: Date;
+      readonly occurrences: number;
+      readonly recordedAt: Date;
+      readonly cursor: OccurrenceCursor;
+    };
+
+/** Where a page of occurrences stopped: (time, kind, sequence), compared newest first. */
+export interface OccurrenceCursor {
+  readonly at: string;
+  readonly kind: 'FIRE' | 'SKIP';
+  readonly seq: number;
+}
+
+export interface DeadLetterEntry {
+  readonly run: Run;
+  readonly deadLetteredAt: Date;
+  readonly replayFenceToken: number | null;
+  readonly replayedAt: Date | null;
+  /** Opaque position for the next page (microseconds of the ledger row's last update). */
+  readonly cursor: { readonly atMicros: string; readonly jobId: string; readonly fenceToken: number };
+}
+
+interface OccurrenceRow {
+  kind: 'FIRE' | 'SKIP';
+  at: Date;
+  seq: number;
+  first_nominal: Date;
+  occurrences: number;
+  reason: string | null;
+  trigger: FireTrigger | null;
+  scheduled_for: Date | null;
+  claimed_at: Date | null;
+  enqueued_at: Date | null;
+  run_status: RunStatus | null;
+  recorded_at: Date;
+}
+
+export class HistoryRepository {
+  constructor(private readonly pool: Pool) {}
+
+  /** A job's runs, newest (highest fence token) first, below `beforeFenceToken` when given. */
+  async listRuns(jobId: string, limit: number, beforeFenceToken?: number): Promise<Run[]> {
+    const { rows } = await this.pool.query<RunRow>(
+      `SELECT ${RUN_COLUMNS} FROM job_runs
+        WHERE job_id = $1 AND ($2::bigint IS NULL OR fence_token < $2)
+        ORDER BY fence_token DESC LIMIT $3`,
+      [jobId, beforeFenceToken ?? null, limit],
+    );
+    return rows.map(runFromRow);
+  }
+
+  /** One run, or null. */
+  async findRun(jobId: string, fenceToken: number): Promise<Run | null> {
+    const { rows } = await this.pool.query<RunRow>(
+      `SELECT ${RUN_COLUMNS} FROM job_runs WHERE job_id = $1 AND fence_token = $2`,
+      [jobId, fenceToken],
+    );
+    return rows[0] ? runFromRow(rows[0]) : null;
+  }
+
+  /** Fires and skipped ranges of a job, newest first, after `cursor` when given. */
+  async listOccurrences(jobId: string, limit: number, cursor?: OccurrenceCursor): Promise<OccurrenceEntry[]> {
+    const { rows } = await this.pool.query<OccurrenceRow>(
+      `SELECT * FROM (
+         SELECT 'FIRE'::text AS kind, f.nominal_time AS at, f.fence_token AS seq, f.nominal_time AS first_nominal, 1::bigint AS occurrences,
+                NULL::text AS reason, f.trigger, f.scheduled_for, f.claimed_at, f.enqueued_at, r.status AS run_status, f.claimed_at AS recorded_at
+           FROM fires f LEFT JOIN job_runs r ON r.job_id = f.job_id AND r.fence_token = f.fence_token
+          WHERE f.job_id = $1
+         UNION ALL
+         SELECT 'SKIP', s.last_nominal, s.id, s.first_nominal, s.occurrences,
+                s.reason, NULL, NULL, NULL, NULL, NULL, s.recorded_at
+           FROM occurrence_skips s
+          WHERE s.job_id = $1
+       ) o
+       WHERE $2::timestamptz IS NULL OR (o.at, o.kind, o.seq) < ($2::timestamptz, $3::text, $4::bigint)
+       ORDER BY o.at DESC, o.kind DESC, o.seq DESC
+       LIMIT $5`,
+      [jobId, cursor?.at ?? null, cursor?.kind ?? null, cursor?.seq ?? null, limit],
+    );
+    return rows.map((r): OccurrenceEntry => {
+      const c: OccurrenceCursor = { at: r.at.toISOString(), kind: r.kind, seq: Number(r.seq) };
+      if (r.kind === 'FIRE') {
+        return {
+          kind: 'FIRE',
+          nominalTime: r.at,
+          fenceToken: Number(r.seq),
+          trigger: r.trigger ?? 'SCHEDULE',
+          scheduledFor: r.scheduled_for!,
+          claimedAt: r.claimed_at!,
+          enqueuedAt: r.enqueued_at,
+          runStatus: r.run_status,
+          cursor: c,
+        };
+      }
+      return {
+        kind: 'SKIP',
+        reason: r.reason ?? '',
+        firstNominal: r.first_nominal,
+        lastNominal: r.at,
+        occurrences: Number(r.occurrences),
+        recordedAt: r.recorded_at,
+        cursor: c,
+      };
+    });
+  }
+
+  /**
+   * Dead-lettered runs, newest first, optionally of one tenant and one job. Read from the run
+   * ledger (status DEAD_LETTERED); the page continues below `before` (a previous entry's cursor).
+   */
+  async listDeadLetters(q: {
+    tenantId?: string;
+    jobId?: string;
+    limit: number;
+    before?: DeadLetterEntry['cursor'];
+  }): Promise<DeadLetterEntry[]> {
+    const { rows } = await this.pool.query<
+      RunRow & {
+        updated_at: Date;
+        at_micros: string;
+        replay_fence_token: number | null;
+        replayed_at: Date | null;
+      }
+    >(
+      `SELECT ${RUN_COLUMNS.split(', ')
+        .map((c) => `r.${c}`)
+        .join(
+          ', ',
+        )}, r.updated_at, floor(extract(epoch FROM r.updated_at) * 1000000)::bigint::text AS at_micros, d.replay_fence_token, d.replayed_at
+         FROM job_runs r
+         LEFT JOIN dead_letter_replays d ON d.job_id = r.job_id AND d.fence_token = r.fence_token
+        WHERE r.status = 'DEAD_LETTERED'
+          AND ($1::text IS NULL OR r.tenant_id = $1)
+          AND ($2::text IS NULL OR r.job_id = $2)
+          AND ($3::bigint IS NULL OR (floor(extract(epoch FROM r.updated_at) * 1000000)::bigint, r.job_id, r.fence_token) < ($3::bigint, $4::text, $5::bigint))
+        ORDER BY r.updated_at DESC, r.job_id DESC, r.fence_token DESC
+        LIMIT $6`,
+      [
+        q.tenantId ?? null,
+        q.jobId ?? null,
+        q.before?.atMicros ?? null,
+        q.before?.jobId ?? null,
+        q.before?.fenceToken ?? null,
+        q.limit,
+      ],
+    );
+    return rows.map((r) => ({
+      run: runFromRow(r),
+      deadLetteredAt: r.finished_at ?? r.updated_at,
+      replayFenceToken: r.replay_fence_token,
+      replayedAt: r.replayed_at,
+      cursor: { atMicros: r.at_micros, jobId: r.job_id, fenceToken: r.fence_token },
+    }));
+  }
+}
