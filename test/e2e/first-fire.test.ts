@@ -20,7 +20,12 @@ describe('first end-to-end fire', () => {
   beforeAll(async () => {
     iso = isolate('firstfire');
     receiver = await new WebhookReceiver().start();
-    const env = iso.env({ TICKWORK_WEBHOOK_ALLOW: '127.0.0.1', TICKWORK_TICK_MS: '100' });
+    // Its own gRPC port too, so it can run beside other tests that start an API (no tokens: auth is off).
+    const env = iso.env({
+      TICKWORK_WEBHOOK_ALLOW: '127.0.0.1',
+      TICKWORK_TICK_MS: '100',
+      TICKWORK_GRPC_PORT: String(await freePort()),
+    });
     api = startApp('api', env, await freePort());
     // The API creates and migrates the database; the others then start against it.
     await api.ready();

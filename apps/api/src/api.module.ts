@@ -1,35 +1,63 @@
-/** Wiring of the API app: config → database → repositories → job service → controllers. */
+/** Wiring of the API app: config → database → repositories → jobs services → REST and gRPC controllers. */
 import { Inject, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
-import type { TickworkConfig } from '@tickwork/config';
-import { JobService } from '@tickwork/jobs';
+import type { ApiListenConfig, TenantRegistry, TickworkConfig } from '@tickwork/config';
+import { JobHistoryService, JobService } from '@tickwork/jobs';
 import { openDatabase } from '@tickwork/runtime';
-import { JobRepository, RunRepository, type Pool } from '@tickwork/store';
+import { HistoryRepository, JobRepository, type Pool } from '@tickwork/store';
+import { Authenticator } from './auth';
+import { AdminGrpcController } from './grpc/admin.controller';
+import { GrpcHealthController } from './grpc/health.controller';
 import { HealthController } from './health.controller';
-import { JobsController } from './jobs.controller';
-import { CONFIG, POOL } from './tokens';
+import { JobsController } from './rest/jobs.controller';
+import { OpenApiController } from './rest/openapi.controller';
+import { CONFIG, LISTEN, POOL, TENANTS } from './tokens';
 
 @Module({})
 export class ApiModule implements OnApplicationShutdown {
   constructor(@Inject(POOL) private readonly pool: Pool) {}
 
-  static forRoot(config: TickworkConfig): DynamicModule {
+  static forRoot(config: TickworkConfig, tenants: TenantRegistry, listen: ApiListenConfig): DynamicModule {
     return {
       module: ApiModule,
-      controllers: [JobsController, HealthController],
+      controllers: [
+        JobsController,
+        OpenApiController,
+        HealthController,
+        AdminGrpcController,
+        GrpcHealthController,
+      ],
       providers: [
         { provide: CONFIG, useValue: config },
+        { provide: TENANTS, useValue: tenants },
+        { provide: LISTEN, useValue: listen },
         { provide: POOL, useFactory: () => openDatabase(config) },
         { provide: JobRepository, useFactory: (pool: Pool) => new JobRepository(pool), inject: [POOL] },
-        { provide: RunRepository, useFactory: (pool: Pool) => new RunRepository(pool), inject: [POOL] },
+        {
+          provide: HistoryRepository,
+          useFactory: (pool: Pool) => new HistoryRepository(pool),
+          inject: [POOL],
+        },
+        { provide: Authenticator, useFactory: () => new Authenticator(tenants) },
         {
           provide: JobService,
-          useFactory: (jobs: JobRepository, runs: RunRepository) =>
-            new JobService(jobs, runs, {
+          useFactory: (jobs: JobRepository, history: HistoryRepository) =>
+            new JobService(jobs, history, {
               shardCount: config.shardCount,
               herdJitterMs: config.scheduler.herdJitterMs,
-              limits: { minIntervalMs: config.api.minIntervalMs, maxPayloadBytes: config.api.maxPayloadBytes, maxJitterMs: 3_600_000 },
+              limits: {
+                minIntervalMs: config.api.minIntervalMs,
+                maxPayloadBytes: config.api.maxPayloadBytes,
+                maxJitterMs: 3_600_000,
+              },
+              quotas: (tenantId) => tenants.quotasFor(tenantId),
             }),
-          inject: [JobRepository, RunRepository],
+          inject: [JobRepository, HistoryRepository],
+        },
+        {
+          provide: JobHistoryService,
+          useFactory: (jobs: JobRepository, history: HistoryRepository, service: JobService) =>
+            new JobHistoryService(jobs, history, service),
+          inject: [JobRepository, HistoryRepository, JobService],
         },
       ],
     };

@@ -1,21 +1,70 @@
-/** The API app: REST for jobs (gRPC comes with the admin API). */
+/** The API app: REST and gRPC (tickwork.admin.v1) over the same jobs services, with tenant auth. */
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { loadConfig } from '@tickwork/config';
+import { loadApiListenConfig, loadConfig, loadTenants, type TenantRegistry } from '@tickwork/config';
+import { CommandCodec } from '@tickwork/messaging';
 import { ApiErrorsFilter } from './api-errors.filter';
 import { ApiModule } from './api.module';
+import { grpcServerOptions } from './grpc/grpc-options';
+
+const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 
 async function bootstrap(): Promise<void> {
+  const log = new Logger('api');
   const config = loadConfig();
-  const app = await NestFactory.create<NestExpressApplication>(ApiModule.forRoot(config), { bufferLogs: false });
+  const tenants = loadTenants();
+  const listen = loadApiListenConfig(process.env, config.api.maxPayloadBytes);
+  guardOpenAuth(tenants, [config.api.host, listen.grpc.host], log);
+
+  // The commands contract is registered before anyone is told the API is up, so producers
+  // that look the schema up by subject (<prefix>.commands-value) find it.
+  const codec = await CommandCodec.connect(config.schemaRegistryUrl, config.topics.commands);
+  log.log(
+    `ScheduleCommand registered as schema id ${codec.schemaId} under ${config.topics.commands}-value (BACKWARD)`,
+  );
+
+  const app = await NestFactory.create<NestExpressApplication>(ApiModule.forRoot(config, tenants, listen), {
+    bufferLogs: false,
+    ...(listen.tls ? { httpsOptions: { cert: listen.tls.cert, key: listen.tls.key } } : {}),
+  });
   // Room for the payload limit plus the rest of the job definition.
   app.useBodyParser('json', { limit: config.api.maxPayloadBytes + 64 * 1024 });
   app.useGlobalFilters(new ApiErrorsFilter());
+  app.connectMicroservice(grpcServerOptions(listen));
   app.enableShutdownHooks();
+  await app.startAllMicroservices();
   await app.listen(config.api.port, config.api.host);
-  new Logger('api').log(`REST API listening on ${await app.getUrl()}`);
+  const scheme = listen.tls ? 'TLS' : 'plaintext';
+  log.log(`REST API listening on ${await app.getUrl()} (OpenAPI: /v1/openapi.json)`);
+  log.log(
+    `gRPC API (tickwork.admin.v1.SchedulerAdmin, health, reflection) listening on ${listen.grpc.host}:${listen.grpc.port}, ${scheme}`,
+  );
+}
+
+/** Auth off is for laptops: say so loudly, and refuse it on a non-loopback address unless TICKWORK_AUTH=off says it on purpose. */
+function guardOpenAuth(tenants: TenantRegistry, hosts: readonly string[], log: Logger): void {
+  if (tenants.authMode === 'required') {
+    log.log(`auth: bearer tokens required (tenant registry from ${tenants.source})`);
+    return;
+  }
+  const exposed = hosts.filter((h) => !LOOPBACK.has(h));
+  if (exposed.length > 0 && process.env.TICKWORK_AUTH?.trim().toLowerCase() !== 'off') {
+    throw new Error(
+      `no API tokens are configured (TICKWORK_TENANTS_FILE or TICKWORK_TENANTS) and the API would listen on ${exposed.join(', ')}: ` +
+        'configure tokens, listen on 127.0.0.1, or set TICKWORK_AUTH=off to run without authentication on purpose',
+    );
+  }
+  const banner = '!'.repeat(100);
+  log.warn(banner);
+  log.warn(
+    'AUTH IS OFF: no API tokens are configured, so every caller is an anonymous ADMIN that sees every tenant.',
+  );
+  log.warn(
+    'Fine on a laptop; configure TICKWORK_TENANTS_FILE (see README "Tenants and auth") anywhere else.',
+  );
+  log.warn(banner);
 }
 
 bootstrap().catch((e: unknown) => {

@@ -1,3 +1,5 @@
 /** Injection tokens for values that are not classes. */
 export const CONFIG = Symbol('TickworkConfig');
 export const POOL = Symbol('Pool');
+export const TENANTS = Symbol('TenantRegistry');
+export const LISTEN = Symbol('ApiListenConfig');

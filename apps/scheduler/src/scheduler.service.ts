@@ -2,13 +2,32 @@
  * The scheduler instance: joins the scheduler group on the commands topic (its partitions are
  * the shards it owns), keeps shard leases in PostgreSQL, and runs the fire loop over them.
  */
-import { Injectable, Logger, type BeforeApplicationShutdown, type OnApplicationBootstrap } from '@nestjs/common';
-import type { TickworkConfig } from '@tickwork/config';
+import {
+  Injectable,
+  Logger,
+  type BeforeApplicationShutdown,
+  type OnApplicationBootstrap,
+} from '@nestjs/common';
+import { metrics } from '@opentelemetry/api';
+import { loadTenants, type TickworkConfig } from '@tickwork/config';
+import { JobService, ScheduleCommandHandler } from '@tickwork/jobs';
 import { planDueOccurrences, TenantTokenBuckets, type ShardEpoch } from '@tickwork/domain';
-import type { MessageConsumer, MessageProducer, InboundBatch } from '@tickwork/messaging';
+import {
+  CommandCodec,
+  type MessageConsumer,
+  type MessageProducer,
+  type InboundBatch,
+} from '@tickwork/messaging';
 import { openMessaging, type Messaging } from '@tickwork/runtime';
 import { FireLoop, FirePublisher, ShardOwnership } from '@tickwork/scheduling';
-import { FireRepository, ShardLeaseRepository, type ClaimPlanner, type Pool } from '@tickwork/store';
+import {
+  FireRepository,
+  HistoryRepository,
+  JobRepository,
+  ShardLeaseRepository,
+  type ClaimPlanner,
+  type Pool,
+} from '@tickwork/store';
 
 @Injectable()
 export class SchedulerService implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -20,6 +39,7 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
   private loop: FireLoop | undefined;
   private rejoining = false;
   private stopped = false;
+  private commandHandler: Promise<ScheduleCommandHandler> | undefined;
 
   constructor(
     private readonly config: TickworkConfig,
@@ -37,16 +57,26 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
 
   async onApplicationBootstrap(): Promise<void> {
     const c = this.config;
-    this.messaging = await openMessaging(c, (level, message) => this.log[level === 'info' ? 'log' : level](message));
+    this.messaging = await openMessaging(c, (level, message) =>
+      this.log[level === 'info' ? 'log' : level](message),
+    );
     this.producer = await this.messaging.bus.producer({ idempotent: true });
-    this.ownership = new ShardOwnership(new ShardLeaseRepository(this.pool), c.instanceId, c.scheduler.shardLeaseMs, {
-      onChange: (held) => this.log.log(`holding shards [${held.map((h) => `${h.shard}@${h.epoch}`).join(', ')}]`),
-      onSelfFence: (lost) => {
-        this.log.warn(`lease lost for shards [${lost.join(', ')}]: stopped claiming them; rejoining the group`);
-        void this.rejoin();
+    this.ownership = new ShardOwnership(
+      new ShardLeaseRepository(this.pool),
+      c.instanceId,
+      c.scheduler.shardLeaseMs,
+      {
+        onChange: (held) =>
+          this.log.log(`holding shards [${held.map((h) => `${h.shard}@${h.epoch}`).join(', ')}]`),
+        onSelfFence: (lost) => {
+          this.log.warn(
+            `lease lost for shards [${lost.join(', ')}]: stopped claiming them; rejoining the group`,
+          );
+          void this.rejoin();
+        },
+        onError: (e) => this.log.error(`shard ownership: ${e.message}`),
       },
-      onError: (e) => this.log.error(`shard ownership: ${e.message}`),
-    });
+    );
     this.ownership.start();
     const fires = new FireRepository(this.pool);
     const publisher = new FirePublisher(this.producer, this.messaging.codecs, c.topics.fires);
@@ -64,12 +94,16 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
         batchSize: c.scheduler.claimBatchSize,
         lookaheadMs: c.scheduler.lookaheadMs,
         relayAgeMs: c.scheduler.outboxRelayAgeMs,
-        ...(c.scheduler.tenantMaxFiresPerSec > 0 ? { buckets: this.tenantBuckets(c.scheduler.tenantMaxFiresPerSec) } : {}),
+        ...(c.scheduler.tenantMaxFiresPerSec > 0
+          ? { buckets: this.tenantBuckets(c.scheduler.tenantMaxFiresPerSec) }
+          : {}),
       },
       {
-        onDeferred: (tenants) => this.log.debug(`rate cap deferred due fires of tenants [${tenants.join(', ')}]`),
+        onDeferred: (tenants) =>
+          this.log.debug(`rate cap deferred due fires of tenants [${tenants.join(', ')}]`),
         onFencedOut: (shards) => this.log.warn(`claim fenced out of shards [${shards.join(', ')}]`),
-        onEnqueued: (f, relayed) => relayed && this.log.log(`re-enqueued ${f.length} orphaned fires from the outbox`),
+        onEnqueued: (f, relayed) =>
+          relayed && this.log.log(`re-enqueued ${f.length} orphaned fires from the outbox`),
         onError: (e) => this.log.error(`fire loop: ${e.message}`),
       },
     );
@@ -122,20 +156,68 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
     }
   }
 
-  /** Schedule commands arrive here; until their contract lands they are forwarded, never dropped. */
+  /**
+   * Schedule commands: applied through the jobs service, once per command id, in order per
+   * partition; poison of every kind goes to the rejected topic with its reason (ScheduleCommandHandler).
+   */
   private async onCommands(batch: InboundBatch): Promise<void> {
     if (batch.messages.length === 0) return;
-    await this.producer!.send([
-      {
-        topic: this.config.topics.commandsRejected,
-        messages: batch.messages.map((m) => ({
-          key: m.key,
-          value: m.value,
-          headers: { ...m.headers, 'tickwork-reject-reason': 'schedule commands are not supported by this version', 'tickwork-source': `${m.topic}/${m.partition}/${m.offset}` },
-        })),
+    this.commandHandler ??= this.createCommandHandler().catch((e: unknown) => {
+      this.commandHandler = undefined;
+      throw e;
+    });
+    await (await this.commandHandler).handleBatch(batch);
+  }
+
+  private async createCommandHandler(): Promise<ScheduleCommandHandler> {
+    const c = this.config;
+    const codec = await CommandCodec.connect(c.schemaRegistryUrl, c.topics.commands);
+    const tenants = loadTenants();
+    const jobs = new JobService(new JobRepository(this.pool), new HistoryRepository(this.pool), {
+      shardCount: c.shardCount,
+      herdJitterMs: c.scheduler.herdJitterMs,
+      limits: {
+        minIntervalMs: c.api.minIntervalMs,
+        maxPayloadBytes: c.api.maxPayloadBytes,
+        maxJitterMs: 3_600_000,
       },
-    ]);
-    batch.markProcessed(batch.messages[batch.messages.length - 1]!.offset);
+      quotas: (tenantId) => tenants.quotasFor(tenantId),
+    });
+    const counter = metrics
+      .getMeter('tickwork')
+      .createCounter('tickwork.commands', { description: 'Schedule commands consumed, by outcome' });
+    return new ScheduleCommandHandler(
+      (bytes) => codec.decode(bytes),
+      jobs,
+      (m, code, reason) =>
+        this.producer!.send([
+          {
+            topic: c.topics.commandsRejected,
+            messages: [
+              {
+                key: m.key,
+                value: m.value,
+                headers: {
+                  ...m.headers,
+                  'tickwork-reject-code': code,
+                  'tickwork-reject-reason': reason,
+                  'tickwork-source': `${m.topic}/${m.partition}/${m.offset}`,
+                },
+              },
+            ],
+          },
+        ]),
+      {
+        applied: (type) => counter.add(1, { outcome: 'applied', type }),
+        duplicate: (type) => counter.add(1, { outcome: 'duplicate', type }),
+        rejected: (code) => counter.add(1, { outcome: 'rejected', code }),
+      },
+      {
+        maxCommandBytes: c.api.maxPayloadBytes + 64 * 1024,
+        storeHealthy: async () => (await this.pool.query('SELECT 1')).rowCount === 1,
+        log: (message) => this.log.warn(message),
+      },
+    );
   }
 
   async beforeApplicationShutdown(): Promise<void> {

@@ -1,1 +1,35 @@
-export { JobService, JobNotFoundError, type JobServiceOptions } from './job-service';
+export {
+  JobService,
+  etagOf,
+  versionOfEtag,
+  UPDATABLE_FIELDS,
+  type JobServiceOptions,
+  type JobListRequest,
+  type UpdatableField,
+} from './job-service';
+export { JobHistoryService, parseFireId, type Page } from './history-service';
+export { previewSchedule, localTime, type PreviewedFire } from './schedule-preview';
+export {
+  ScheduleCommandHandler,
+  COMMAND_TYPES,
+  type CommandBatch,
+  type CommandDecoder,
+  type CommandHandlerOptions,
+  type CommandMessage,
+  type CommandMetrics,
+  type RejectCode,
+  type RejectedCommandSink,
+  type ScheduleCommand,
+} from './command-handler';
+export { callerOf, tenantScope, visibleJob, type Caller, type Via } from './caller';
+export {
+  errorCodeOf,
+  JobNotFoundError,
+  NotFoundError,
+  PermissionDeniedError,
+  PreconditionFailedError,
+  QuotaExceededError,
+  UnauthenticatedError,
+  type ErrorCode,
+} from './errors';
+export { encodePageToken, decodePageToken, pageSize } from './page-token';

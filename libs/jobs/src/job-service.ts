@@ -1,34 +1,77 @@
 /**
  * The jobs application service: the one path by which a job is created or changed, shared by
- * REST, gRPC and the Kafka commands consumer, so every entry point validates and stores alike.
+ * REST, gRPC and the Kafka commands consumer, so every entry point validates, authorizes, applies
+ * quotas and audits alike. Changes run under the job's row lock (see JobRepository.mutate), so they
+ * are safe to race with a scheduler claim.
  */
 import { randomUUID } from 'node:crypto';
+import type { TenantQuotas } from '@tickwork/config';
 import {
+  fireIdOf,
   firstFireAtOrAfter,
+  JOB_ID_PATTERN,
+  JOB_STATUSES,
+  jobToWire,
   occurrenceAt,
   parseJobDefinition,
   shardOf,
   ValidationError,
+  type FireEvent,
   type Job,
+  type JobDefinition,
   type JobDefinitionLimits,
+  type JobStatus,
+  type JsonValue,
+  type PlannedOccurrence,
   type Run,
 } from '@tickwork/domain';
-import type { JobRepository, RunRepository } from '@tickwork/store';
+import {
+  DuplicateCommandError,
+  type CommandStamp,
+  type HistoryRepository,
+  type JobRepository,
+  type JobTransaction,
+  type MutationMeta,
+} from '@tickwork/store';
+import { tenantScope, visibleJob, type Caller } from './caller';
+import { errorCodeOf, PreconditionFailedError, QuotaExceededError } from './errors';
+import { decodePageToken, encodePageToken, pageSize } from './page-token';
 
-export class JobNotFoundError extends Error {
-  constructor(readonly jobId: string) {
-    super(`job ${jobId} not found`);
-    this.name = 'JobNotFoundError';
-  }
-}
+export { JobNotFoundError } from './errors';
 
 export interface JobServiceOptions {
   readonly shardCount: number;
   readonly limits: JobDefinitionLimits;
   /** The cluster's herd jitter window (see occurrenceAt). */
   readonly herdJitterMs: number;
+  /** A tenant's quotas (the tenant registry's quotasFor); unlimited when absent. */
+  readonly quotas?: (tenantId: string) => TenantQuotas;
   /** The clock used for defaults such as an interval's anchor; due-ness uses the database clock. */
   readonly now?: () => Date;
+}
+
+/** Top-level fields of a job that UpdateJob may replace. */
+export const UPDATABLE_FIELDS = ['schedule', 'target', 'payload', 'policies', 'labels'] as const;
+export type UpdatableField = (typeof UPDATABLE_FIELDS)[number];
+
+export interface JobListRequest {
+  readonly tenantId?: string;
+  readonly status?: string;
+  readonly labels?: Readonly<Record<string, string>>;
+  readonly pageSize?: number;
+  readonly pageToken?: string;
+}
+
+/** The etag of a job version: opaque to clients, `v<version>`. */
+export function etagOf(job: Job): string {
+  return `v${job.version}`;
+}
+
+/** The version an etag names; INVALID_ARGUMENT for anything this service did not issue. */
+export function versionOfEtag(etag: string, field = 'etag'): number {
+  const m = /^(?:W\/)?"?v(\d{1,15})"?$/.exec(etag.trim());
+  if (!m) throw new ValidationError([{ field, message: 'is not an etag issued by this API (e.g. "v3")' }]);
+  return Number(m[1]);
 }
 
 export class JobService {
@@ -36,28 +79,311 @@ export class JobService {
 
   constructor(
     private readonly jobs: JobRepository,
-    private readonly runs: RunRepository,
+    private readonly history: HistoryRepository,
     private readonly opts: JobServiceOptions,
   ) {
     this.now = opts.now ?? (() => new Date());
   }
 
-  /** Validates and stores a new job; throws ValidationError naming each bad field. */
-  async createJob(raw: unknown, ctx: { tenantId?: string } = {}): Promise<Job> {
-    const now = this.now();
-    const parsed = parseJobDefinition(raw, { now, limits: this.opts.limits, newJobId: randomUUID, ...ctx });
-    if (!parsed.ok) throw new ValidationError(parsed.violations);
-    const definition = parsed.value;
-    const first = firstFireAtOrAfter(definition.schedule, now);
-    const next = first && occurrenceAt(definition.jobId, definition.schedule, definition.policies.jitterMs, first, this.opts.herdJitterMs);
-    return this.jobs.insertJob({ definition, shard: shardOf(definition.jobId, this.opts.shardCount), next });
+  /** Validates and stores a new job for the caller's tenant; throws ValidationError naming each bad field. */
+  async createJob(caller: Caller, raw: unknown, command?: CommandStamp): Promise<Job> {
+    const body =
+      raw && typeof raw === 'object' && !Array.isArray(raw) ? (raw as Record<string, unknown>) : undefined;
+    const namedId = typeof body?.job_id === 'string' ? body.job_id : null;
+    return this.audited(caller, 'CreateJob', namedId, { command }, async (meta) => {
+      if (body && body.tenant_id !== undefined && typeof body.tenant_id !== 'string')
+        throw new ValidationError([{ field: 'tenant_id', message: 'must be a string' }]);
+      const tenantId =
+        tenantScope(caller, typeof body?.tenant_id === 'string' ? body.tenant_id : undefined, 'tenant_id') ??
+        'default';
+      const definition = this.parse(raw, tenantId);
+      return this.jobs.mutate(definition.jobId, meta, async (_existing, tx) => this.insert(tx, definition));
+    });
   }
 
   /** A job and its most recent runs. */
-  async getJob(jobId: string, opts: { runs?: number } = {}): Promise<{ job: Job; recentRuns: Run[] }> {
-    const job = await this.jobs.findJob(jobId);
-    if (!job) throw new JobNotFoundError(jobId);
-    const recentRuns = await this.runs.listRuns(jobId, opts.runs ?? 1);
+  async getJob(
+    caller: Caller,
+    jobId: string,
+    opts: { runs?: number } = {},
+  ): Promise<{ job: Job; recentRuns: Run[] }> {
+    checkJobId(jobId);
+    const job = visibleJob(caller, jobId, await this.jobs.findJob(jobId));
+    const recentRuns = await this.history.listRuns(jobId, opts.runs ?? 1);
     return { job, recentRuns };
+  }
+
+  /** Jobs the caller may see, filtered, ordered by job id, paged. */
+  async listJobs(caller: Caller, req: JobListRequest): Promise<{ jobs: Job[]; nextPageToken: string }> {
+    const tenantId = tenantScope(caller, req.tenantId, 'tenant_id');
+    let status: JobStatus | undefined;
+    if (req.status !== undefined && req.status !== '') {
+      if (!(JOB_STATUSES as readonly string[]).includes(req.status))
+        throw new ValidationError([
+          { field: 'status', message: `must be one of ${JOB_STATUSES.join(', ')}` },
+        ]);
+      status = req.status as JobStatus;
+    }
+    const limit = pageSize(req.pageSize);
+    const position = decodePageToken(req.pageToken, 'jobs');
+    const after = typeof position?.after === 'string' ? position.after : undefined;
+    const jobs = await this.jobs.listJobs({
+      tenantId,
+      status,
+      labels: req.labels ?? {},
+      afterJobId: after,
+      limit: limit + 1,
+    });
+    const page = jobs.slice(0, limit);
+    const last = page[page.length - 1];
+    return {
+      jobs: page,
+      nextPageToken: jobs.length > limit && last ? encodePageToken('jobs', { after: last.jobId }) : '',
+    };
+  }
+
+  /**
+   * Replaces the fields named in `mask` with those of `patch` (wire JSON; a named field absent from
+   * `patch` is reset to its default). With `etag`, applies only if the job is still at that version.
+   */
+  async updateJob(
+    caller: Caller,
+    jobId: string,
+    patch: Record<string, unknown>,
+    mask: readonly string[],
+    etag?: string,
+  ): Promise<Job> {
+    checkJobId(jobId);
+    if (mask.length === 0)
+      throw new ValidationError([
+        { field: 'update_mask', message: `must name at least one of ${UPDATABLE_FIELDS.join(', ')}` },
+      ]);
+    const bad = mask
+      .map((p, i) => [p, i] as const)
+      .filter(([p]) => !(UPDATABLE_FIELDS as readonly string[]).includes(p));
+    if (bad.length > 0)
+      throw new ValidationError(
+        bad.map(([p, i]) => ({
+          field: `update_mask.paths[${i}]`,
+          message: `${JSON.stringify(p)} is not one of ${UPDATABLE_FIELDS.join(', ')}`,
+        })),
+      );
+    const expected = etag ? versionOfEtag(etag) : undefined;
+    return this.audited(caller, 'UpdateJob', jobId, { details: { update_mask: [...mask] } }, (meta) =>
+      this.jobs.mutate(jobId, meta, async (found, tx) => {
+        const job = visibleJob(caller, jobId, found);
+        checkVersion(job, expected);
+        const merged: Record<string, unknown> = { ...definitionWire(job) };
+        for (const field of mask) merged[field] = patch[field];
+        return this.replace(tx, job, this.parse(merged, job.tenantId));
+      }),
+    );
+  }
+
+  /** Creates the job, or replaces its whole definition (Kafka UPSERT); `expectedVersion` guards a replace. */
+  async upsertJob(
+    caller: Caller,
+    jobId: string,
+    raw: Record<string, unknown>,
+    command: CommandStamp,
+    expectedVersion: number | null,
+  ): Promise<Job> {
+    const tenantId = tenantScope(caller, undefined, 'tenant_id') ?? 'default';
+    const definition = this.parse({ ...raw, job_id: jobId }, tenantId);
+    return this.audited(caller, 'UpsertJob', jobId, { command }, (meta) =>
+      this.jobs.mutate(jobId, meta, async (found, tx) => {
+        if (!found) return this.insert(tx, definition);
+        const job = visibleJob(caller, jobId, found);
+        checkVersion(job, expectedVersion ?? undefined);
+        return this.replace(tx, job, definition);
+      }),
+    );
+  }
+
+  /** Stops claiming the job; a paused job stays paused (idempotent). */
+  async pauseJob(caller: Caller, jobId: string, command?: CommandStamp): Promise<Job> {
+    checkJobId(jobId);
+    return this.audited(caller, 'PauseJob', jobId, { command }, (meta) =>
+      this.jobs.mutate(jobId, meta, async (found, tx) => {
+        const job = visibleJob(caller, jobId, found);
+        if (job.status === 'PAUSED') return job;
+        if (job.status === 'COMPLETED')
+          throw new PreconditionFailedError(`job ${jobId} is COMPLETED: it has no occurrence left to pause`);
+        return tx.setStatus('PAUSED');
+      }),
+    );
+  }
+
+  /** Claims the job again from its stored next occurrence (missed ones follow the misfire policy). Idempotent. */
+  async resumeJob(caller: Caller, jobId: string, command?: CommandStamp): Promise<Job> {
+    checkJobId(jobId);
+    return this.audited(caller, 'ResumeJob', jobId, { command }, (meta) =>
+      this.jobs.mutate(jobId, meta, async (found, tx) => {
+        const job = visibleJob(caller, jobId, found);
+        if (job.status === 'SCHEDULED') return job;
+        if (job.status === 'COMPLETED')
+          throw new PreconditionFailedError(
+            `job ${jobId} is COMPLETED: it has no occurrence left; update its schedule instead`,
+          );
+        if (job.nextRunAt && job.nextNominalAt) return tx.setStatus('SCHEDULED');
+        const next = this.firstOccurrence(job);
+        if (!next) throw new PreconditionFailedError(`job ${jobId} has no occurrence left`);
+        return tx.setStatus('SCHEDULED', next);
+      }),
+    );
+  }
+
+  /** Deletes the job; with `etag`, only if it is still at that version. */
+  async deleteJob(
+    caller: Caller,
+    jobId: string,
+    opts: { etag?: string; expectedVersion?: number; command?: CommandStamp } = {},
+  ): Promise<void> {
+    checkJobId(jobId);
+    const expected = opts.etag ? versionOfEtag(opts.etag) : opts.expectedVersion;
+    await this.audited(caller, 'DeleteJob', jobId, { command: opts.command }, (meta) =>
+      this.jobs.mutate(jobId, meta, async (found, tx) => {
+        const job = visibleJob(caller, jobId, found);
+        checkVersion(job, expected);
+        await tx.delete();
+      }),
+    );
+  }
+
+  /** Fires the job now, once, outside its schedule: a new fence token and an outbox row with trigger MANUAL. */
+  async triggerJob(caller: Caller, jobId: string, command?: CommandStamp): Promise<FireEvent> {
+    checkJobId(jobId);
+    return this.audited(caller, 'TriggerJob', jobId, { command }, (meta) =>
+      this.jobs.mutate(jobId, meta, async (found, tx) => {
+        const job = visibleJob(caller, jobId, found);
+        return tx.recordFire('MANUAL', `manual:${caller.actor}`, (fenceToken, now) => ({
+          jobId,
+          tenantId: job.tenantId,
+          fenceToken,
+          fireId: fireIdOf({ jobId, fenceToken }),
+          scheduledFor: now,
+          nominalTime: now,
+          attempt: 1,
+          target: job.target,
+          payload: job.payload,
+        }));
+      }),
+    );
+  }
+
+  /**
+   * Runs a change with its audit: the repository writes the success event in the change's
+   * transaction; a refused or failed change is recorded here with its error code.
+   */
+  async audited<T>(
+    caller: Caller,
+    action: string,
+    jobId: string | null,
+    extra: { command?: CommandStamp; details?: Record<string, JsonValue> },
+    work: (meta: MutationMeta) => Promise<T>,
+  ): Promise<T> {
+    const audit = { actor: caller.actor, role: caller.role, via: caller.via, action };
+    try {
+      return await work({ audit, ...(extra.command ? { command: extra.command } : {}) });
+    } catch (e) {
+      if (!(e instanceof DuplicateCommandError)) {
+        const code = errorCodeOf(e);
+        await this.jobs
+          .recordRefusal(audit, {
+            tenantId: caller.tenantId,
+            jobId,
+            outcome: code,
+            details: {
+              ...extra.details,
+              message: (e as Error).message,
+              ...(extra.command ? { command_id: extra.command.commandId } : {}),
+            },
+          })
+          .catch(() => undefined); // the database may be what failed; the error below still reaches the caller
+      }
+      throw e;
+    }
+  }
+
+  private parse(raw: unknown, tenantId: string): JobDefinition {
+    const parsed = parseJobDefinition(raw, {
+      now: this.now(),
+      limits: this.opts.limits,
+      newJobId: randomUUID,
+      tenantId,
+    });
+    if (!parsed.ok) throw new ValidationError(parsed.violations);
+    return parsed.value;
+  }
+
+  private async insert(tx: JobTransaction, definition: JobDefinition): Promise<Job> {
+    const quota = this.opts.quotas?.(definition.tenantId).maxJobs;
+    const first = firstFireAtOrAfter(definition.schedule, this.now());
+    const next =
+      first &&
+      occurrenceAt(
+        definition.jobId,
+        definition.schedule,
+        definition.policies.jitterMs,
+        first,
+        this.opts.herdJitterMs,
+      );
+    if (quota !== undefined && next) {
+      const live = await tx.liveJobCount(definition.tenantId);
+      if (live >= quota) throw new QuotaExceededError(definition.tenantId, 'max_jobs', quota);
+    }
+    tx.note({ tenant_id: definition.tenantId });
+    return tx.insert({ definition, shard: shardOf(definition.jobId, this.opts.shardCount), next });
+  }
+
+  /** Replaces a job's definition, recomputing the next occurrence only when its timing changed. */
+  private async replace(tx: JobTransaction, job: Job, definition: JobDefinition): Promise<Job> {
+    const before = definitionWire(job);
+    const timingChanged =
+      JSON.stringify(before.schedule) !==
+        JSON.stringify(jobToWire({ ...job, schedule: definition.schedule }).schedule) ||
+      job.policies.jitterMs !== definition.policies.jitterMs;
+    if (!timingChanged && job.status !== 'COMPLETED')
+      return tx.replaceDefinition(definition, job.status, 'keep');
+    const next = this.firstOccurrence({ ...job, ...definition });
+    const status: JobStatus = !next ? 'COMPLETED' : job.status === 'PAUSED' ? 'PAUSED' : 'SCHEDULED';
+    return tx.replaceDefinition(definition, status, next);
+  }
+
+  private firstOccurrence(
+    job: Pick<Job, 'jobId' | 'schedule' | 'policies' | 'firesCount'>,
+  ): PlannedOccurrence | null {
+    const first = firstFireAtOrAfter(job.schedule, this.now(), job.firesCount);
+    return (
+      first && occurrenceAt(job.jobId, job.schedule, job.policies.jitterMs, first, this.opts.herdJitterMs)
+    );
+  }
+}
+
+/** The definition fields of a stored job in wire form (what UpdateJob merges into). */
+function definitionWire(job: Job): Record<string, JsonValue> {
+  const w = jobToWire(job);
+  return {
+    job_id: w.job_id!,
+    schedule: w.schedule!,
+    target: w.target!,
+    payload: w.payload ?? null,
+    policies: w.policies!,
+    labels: w.labels!,
+  };
+}
+
+function checkJobId(jobId: string): void {
+  if (!JOB_ID_PATTERN.test(jobId))
+    throw new ValidationError([
+      { field: 'job_id', message: 'must be 1-128 characters of letters, digits, . _ : -' },
+    ]);
+}
+
+function checkVersion(job: Job, expected: number | undefined): void {
+  if (expected !== undefined && job.version !== expected) {
+    throw new PreconditionFailedError(
+      `job ${job.jobId} is at version ${job.version} (etag ${etagOf(job)}), not ${expected}: re-read it and retry`,
+    );
   }
 }

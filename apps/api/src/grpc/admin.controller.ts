@@ -1,0 +1,229 @@
+/** gRPC: tickwork.admin.v1.SchedulerAdmin, a thin edge over the jobs application services. */
+import type { Metadata, ServerUnaryCall } from '@grpc/grpc-js';
+import { Controller, Inject, UseFilters } from '@nestjs/common';
+import { GrpcMethod } from '@nestjs/microservices';
+import type { ApiListenConfig, TickworkConfig } from '@tickwork/config';
+import { ValidationError, type JsonValue } from '@tickwork/domain';
+import { JobHistoryService, JobService, previewSchedule, type Caller } from '@tickwork/jobs';
+import { Authenticator } from '../auth';
+import { CONFIG, LISTEN } from '../tokens';
+import { DeadlineExceededError, GrpcErrorsFilter, toGrpcError } from './grpc-errors.filter';
+import {
+  deadLetterToProto,
+  fireToProto,
+  isoFromTimestamp,
+  jobDefinitionFromProto,
+  jobToProto,
+  occurrenceToProto,
+  previewToProto,
+  protoFieldPath,
+  runToProto,
+  scheduleFromProto,
+} from './proto-mapping';
+
+type Msg = Record<string, unknown>;
+type Call = ServerUnaryCall<unknown, unknown>;
+
+const str = (v: unknown): string => (typeof v === 'string' ? v : '');
+const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
+
+@Controller()
+@UseFilters(new GrpcErrorsFilter())
+export class AdminGrpcController {
+  constructor(
+    private readonly jobs: JobService,
+    private readonly history: JobHistoryService,
+    private readonly auth: Authenticator,
+    @Inject(CONFIG) private readonly config: TickworkConfig,
+    @Inject(LISTEN) private readonly listen: ApiListenConfig,
+  ) {}
+
+  @GrpcMethod('SchedulerAdmin', 'CreateJob')
+  createJob(req: Msg, md: Metadata, call: Call): Promise<Msg> {
+    const wire = jobDefinitionFromProto(req.job);
+    return this.serve(
+      md,
+      call,
+      (c) => this.jobs.createJob(c, wire).then((job) => jobToProto(job)),
+      (p) => protoFieldPath('job', p, wire),
+    );
+  }
+
+  @GrpcMethod('SchedulerAdmin', 'GetJob')
+  getJob(req: Msg, md: Metadata, call: Call): Promise<Msg> {
+    return this.serve(md, call, async (c) => {
+      const { job, recentRuns } = await this.jobs.getJob(c, str(req.job_id));
+      return jobToProto(job, recentRuns[0] ?? null);
+    });
+  }
+
+  @GrpcMethod('SchedulerAdmin', 'ListJobs')
+  listJobs(req: Msg, md: Metadata, call: Call): Promise<Msg> {
+    return this.serve(md, call, async (c) => {
+      const status = str(req.status).replace(/^JOB_STATUS_/, '');
+      const page = await this.jobs.listJobs(c, {
+        tenantId: str(req.tenant_id),
+        status: status === 'UNSPECIFIED' ? '' : status,
+        labels: (req.labels ?? {}) as Record<string, string>,
+        pageSize: num(req.page_size),
+        pageToken: str(req.page_token),
+      });
+      return { jobs: page.jobs.map((j) => jobToProto(j)), next_page_token: page.nextPageToken };
+    });
+  }
+
+  @GrpcMethod('SchedulerAdmin', 'UpdateJob')
+  updateJob(req: Msg, md: Metadata, call: Call): Promise<Msg> {
+    const job = (req.job ?? {}) as Msg;
+    const wire = jobDefinitionFromProto(job);
+    const paths = ((req.update_mask as Msg | undefined)?.paths ?? []) as string[];
+    // A masked field that is unset in the message resets it; payload unset is JSON null.
+    const patch: Record<string, JsonValue> = { ...wire };
+    if (job.payload === undefined) patch.payload = null;
+    return this.serve(
+      md,
+      call,
+      (c) =>
+        this.jobs
+          .updateJob(c, str(job.job_id), patch, paths, str(req.etag) || undefined)
+          .then((j) => jobToProto(j)),
+      (p) => protoFieldPath('job', p, wire),
+    );
+  }
+
+  @GrpcMethod('SchedulerAdmin', 'PauseJob')
+  pauseJob(req: Msg, md: Metadata, call: Call): Promise<Msg> {
+    return this.serve(md, call, (c) => this.jobs.pauseJob(c, str(req.job_id)).then((j) => jobToProto(j)));
+  }
+
+  @GrpcMethod('SchedulerAdmin', 'ResumeJob')
+  resumeJob(req: Msg, md: Metadata, call: Call): Promise<Msg> {
+    return this.serve(md, call, (c) => this.jobs.resumeJob(c, str(req.job_id)).then((j) => jobToProto(j)));
+  }
+
+  @GrpcMethod('SchedulerAdmin', 'DeleteJob')
+  deleteJob(req: Msg, md: Metadata, call: Call): Promise<Msg> {
+    return this.serve(md, call, (c) =>
+      this.jobs.deleteJob(c, str(req.job_id), { etag: str(req.etag) || undefined }).then(() => ({})),
+    );
+  }
+
+  @GrpcMethod('SchedulerAdmin', 'TriggerJob')
+  triggerJob(req: Msg, md: Metadata, call: Call): Promise<Msg> {
+    return this.serve(md, call, (c) => this.jobs.triggerJob(c, str(req.job_id)).then(fireToProto));
+  }
+
+  @GrpcMethod('SchedulerAdmin', 'ListRuns')
+  listRuns(req: Msg, md: Metadata, call: Call): Promise<Msg> {
+    return this.serve(md, call, async (c) => {
+      const page = await this.history.listRuns(c, str(req.job_id), {
+        pageSize: num(req.page_size),
+        pageToken: str(req.page_token),
+      });
+      return { runs: page.runs.map(runToProto), next_page_token: page.nextPageToken };
+    });
+  }
+
+  @GrpcMethod('SchedulerAdmin', 'GetRun')
+  getRun(req: Msg, md: Metadata, call: Call): Promise<Msg> {
+    return this.serve(md, call, (c) =>
+      this.history.getRun(c, str(req.job_id), num(req.fence_token) ?? 0).then(runToProto),
+    );
+  }
+
+  @GrpcMethod('SchedulerAdmin', 'ListOccurrences')
+  listOccurrences(req: Msg, md: Metadata, call: Call): Promise<Msg> {
+    return this.serve(md, call, async (c) => {
+      const jobId = str(req.job_id);
+      const page = await this.history.listOccurrences(c, jobId, {
+        pageSize: num(req.page_size),
+        pageToken: str(req.page_token),
+      });
+      return {
+        occurrences: page.occurrences.map((o) => occurrenceToProto(o, jobId)),
+        next_page_token: page.nextPageToken,
+      };
+    });
+  }
+
+  @GrpcMethod('SchedulerAdmin', 'ListDeadLetters')
+  listDeadLetters(req: Msg, md: Metadata, call: Call): Promise<Msg> {
+    return this.serve(md, call, async (c) => {
+      const page = await this.history.listDeadLetters(c, {
+        tenantId: str(req.tenant_id),
+        jobId: str(req.job_id),
+        pageSize: num(req.page_size),
+        pageToken: str(req.page_token),
+      });
+      return { dead_letters: page.deadLetters.map(deadLetterToProto), next_page_token: page.nextPageToken };
+    });
+  }
+
+  @GrpcMethod('SchedulerAdmin', 'ReplayDeadLetter')
+  replayDeadLetter(req: Msg, md: Metadata, call: Call): Promise<Msg> {
+    return this.serve(md, call, (c) => this.history.replayDeadLetter(c, str(req.fire_id)).then(fireToProto));
+  }
+
+  @GrpcMethod('SchedulerAdmin', 'PreviewSchedule')
+  previewSchedule(req: Msg, md: Metadata, call: Call): Promise<Msg> {
+    const wire = scheduleFromProto(req.schedule);
+    return this.serve(
+      md,
+      call,
+      async () => {
+        const fromIso = isoFromTimestamp(req.from);
+        if (wire === undefined)
+          throw new ValidationError([{ field: 'schedule', message: 'is required (once, interval or cron)' }]);
+        const fires = previewSchedule(wire, {
+          count: num(req.count),
+          from: fromIso ? new Date(fromIso) : undefined,
+          now: new Date(),
+          minIntervalMs: this.config.api.minIntervalMs,
+        });
+        return { fires: fires.map(previewToProto) };
+      },
+      (p) => (wire ? protoFieldPath('', p, { schedule: wire }) : p),
+    );
+  }
+
+  /**
+   * Authenticates, honours the call's deadline (or the default one when it has none: a call
+   * already past its deadline is not started; one that runs over it is answered DEADLINE_EXCEEDED),
+   * and maps errors with request-relative field paths.
+   */
+  private async serve<T>(
+    md: Metadata,
+    call: Call,
+    work: (caller: Caller) => Promise<T>,
+    fieldPath?: (wirePath: string) => string,
+  ): Promise<T> {
+    try {
+      const raw = call.getDeadline();
+      const deadline =
+        raw instanceof Date
+          ? raw.getTime()
+          : Number.isFinite(raw)
+            ? Number(raw)
+            : Date.now() + this.listen.defaultDeadlineMs;
+      const remaining = deadline - Date.now();
+      if (remaining <= 0)
+        throw new DeadlineExceededError('the call arrived after its deadline; nothing was done');
+      const authorization = md.get('authorization')[0];
+      const caller = this.auth.authenticate(
+        typeof authorization === 'string' ? authorization : authorization?.toString('utf8'),
+        'grpc',
+      );
+      let timer: NodeJS.Timeout | undefined;
+      const expired = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new DeadlineExceededError()), remaining);
+      });
+      try {
+        return await Promise.race([work(caller), expired]);
+      } finally {
+        clearTimeout(timer);
+      }
+    } catch (e) {
+      throw toGrpcError(e, fieldPath);
+    }
+  }
+}

@@ -1,0 +1,255 @@
+/** REST under /v1: the admin API's operations as JSON over HTTP (same services, validation and errors as gRPC). */
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  Headers,
+  HttpCode,
+  Inject,
+  Param,
+  Patch,
+  Post,
+  Query,
+  Res,
+} from '@nestjs/common';
+import type { Response } from 'express';
+import type { TickworkConfig } from '@tickwork/config';
+import { ValidationError, type JsonValue } from '@tickwork/domain';
+import { etagOf, JobHistoryService, JobService, previewSchedule, UPDATABLE_FIELDS } from '@tickwork/jobs';
+import { Authenticator } from '../auth';
+import { CONFIG } from '../tokens';
+import { deadLetterJson, fireJson, jobJson, occurrenceJson, previewJson, runJson } from './wire';
+
+type Wire = Record<string, JsonValue>;
+type Query = Record<string, string | string[] | undefined>;
+
+/** A query parameter given once, or undefined. */
+function one(q: Query, name: string): string | undefined {
+  const v = q[name];
+  if (Array.isArray(v)) throw new ValidationError([{ field: name, message: 'must be given once' }]);
+  return v;
+}
+
+/** A non-negative integer query parameter. */
+function int(q: Query, name: string): number | undefined {
+  const v = one(q, name);
+  if (v === undefined || v === '') return undefined;
+  if (!/^\d{1,9}$/.test(v))
+    throw new ValidationError([{ field: name, message: 'must be a non-negative integer' }]);
+  return Number(v);
+}
+
+/** `label=key=value`, repeatable. */
+function labels(q: Query): Record<string, string> {
+  const raw = q.label === undefined ? [] : Array.isArray(q.label) ? q.label : [q.label];
+  const out: Record<string, string> = {};
+  raw.forEach((l, i) => {
+    const at = l.indexOf('=');
+    if (at <= 0) throw new ValidationError([{ field: `label[${i}]`, message: 'must be key=value' }]);
+    out[l.slice(0, at)] = l.slice(at + 1);
+  });
+  return out;
+}
+
+@Controller('v1')
+export class JobsController {
+  constructor(
+    private readonly jobs: JobService,
+    private readonly history: JobHistoryService,
+    private readonly auth: Authenticator,
+    @Inject(CONFIG) private readonly config: TickworkConfig,
+  ) {}
+
+  @Post('jobs')
+  @HttpCode(201)
+  async create(@Headers('authorization') authz: string | undefined, @Body() body: unknown): Promise<Wire> {
+    return jobJson(await this.jobs.createJob(this.auth.authenticate(authz, 'rest'), body));
+  }
+
+  @Get('jobs')
+  async list(@Headers('authorization') authz: string | undefined, @Query() q: Query): Promise<Wire> {
+    const page = await this.jobs.listJobs(this.auth.authenticate(authz, 'rest'), {
+      tenantId: one(q, 'tenant_id'),
+      status: one(q, 'status'),
+      labels: labels(q),
+      pageSize: int(q, 'page_size'),
+      pageToken: one(q, 'page_token'),
+    });
+    return { jobs: page.jobs.map((j) => jobJson(j)), next_page_token: page.nextPageToken };
+  }
+
+  @Get('jobs/:jobId')
+  async get(
+    @Headers('authorization') authz: string | undefined,
+    @Param('jobId') jobId: string,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<Wire> {
+    const { job, recentRuns } = await this.jobs.getJob(this.auth.authenticate(authz, 'rest'), jobId);
+    res.setHeader('ETag', `"${etagOf(job)}"`);
+    return jobJson(job, recentRuns[0] ?? null);
+  }
+
+  /** Replaces the fields present in the body (or those named in ?update_mask=a,b); If-Match guards with an etag. */
+  @Patch('jobs/:jobId')
+  async update(
+    @Headers('authorization') authz: string | undefined,
+    @Headers('if-match') ifMatch: string | undefined,
+    @Param('jobId') jobId: string,
+    @Query() q: Query,
+    @Body() body: unknown,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<Wire> {
+    const caller = this.auth.authenticate(authz, 'rest');
+    if (!body || typeof body !== 'object' || Array.isArray(body))
+      throw new ValidationError([{ field: 'body', message: 'must be a JSON object' }]);
+    const patch = body as Record<string, unknown>;
+    const unknown = Object.keys(patch).filter((k) => !(UPDATABLE_FIELDS as readonly string[]).includes(k));
+    if (unknown.length > 0)
+      throw new ValidationError(
+        unknown.map((k) => ({
+          field: k,
+          message: `cannot be updated (updatable: ${UPDATABLE_FIELDS.join(', ')})`,
+        })),
+      );
+    const maskParam = one(q, 'update_mask');
+    const mask =
+      maskParam !== undefined
+        ? maskParam
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean)
+        : Object.keys(patch);
+    const job = await this.jobs.updateJob(caller, jobId, patch, mask, ifMatch);
+    res.setHeader('ETag', `"${etagOf(job)}"`);
+    return jobJson(job);
+  }
+
+  @Delete('jobs/:jobId')
+  @HttpCode(204)
+  async remove(
+    @Headers('authorization') authz: string | undefined,
+    @Headers('if-match') ifMatch: string | undefined,
+    @Param('jobId') jobId: string,
+  ): Promise<void> {
+    await this.jobs.deleteJob(this.auth.authenticate(authz, 'rest'), jobId, { etag: ifMatch });
+  }
+
+  @Post('jobs/:jobId/pause')
+  @HttpCode(200)
+  async pause(
+    @Headers('authorization') authz: string | undefined,
+    @Param('jobId') jobId: string,
+  ): Promise<Wire> {
+    return jobJson(await this.jobs.pauseJob(this.auth.authenticate(authz, 'rest'), jobId));
+  }
+
+  @Post('jobs/:jobId/resume')
+  @HttpCode(200)
+  async resume(
+    @Headers('authorization') authz: string | undefined,
+    @Param('jobId') jobId: string,
+  ): Promise<Wire> {
+    return jobJson(await this.jobs.resumeJob(this.auth.authenticate(authz, 'rest'), jobId));
+  }
+
+  @Post('jobs/:jobId/trigger')
+  @HttpCode(202)
+  async trigger(
+    @Headers('authorization') authz: string | undefined,
+    @Param('jobId') jobId: string,
+  ): Promise<Wire> {
+    return fireJson(await this.jobs.triggerJob(this.auth.authenticate(authz, 'rest'), jobId));
+  }
+
+  @Get('jobs/:jobId/runs')
+  async runs(
+    @Headers('authorization') authz: string | undefined,
+    @Param('jobId') jobId: string,
+    @Query() q: Query,
+  ): Promise<Wire> {
+    const page = await this.history.listRuns(this.auth.authenticate(authz, 'rest'), jobId, {
+      pageSize: int(q, 'page_size'),
+      pageToken: one(q, 'page_token'),
+    });
+    return { runs: page.runs.map(runJson), next_page_token: page.nextPageToken };
+  }
+
+  @Get('jobs/:jobId/runs/:fenceToken')
+  async run(
+    @Headers('authorization') authz: string | undefined,
+    @Param('jobId') jobId: string,
+    @Param('fenceToken') fenceToken: string,
+  ): Promise<Wire> {
+    if (!/^\d{1,15}$/.test(fenceToken))
+      throw new ValidationError([{ field: 'fence_token', message: 'must be a positive integer' }]);
+    return runJson(
+      await this.history.getRun(this.auth.authenticate(authz, 'rest'), jobId, Number(fenceToken)),
+    );
+  }
+
+  @Get('jobs/:jobId/occurrences')
+  async occurrences(
+    @Headers('authorization') authz: string | undefined,
+    @Param('jobId') jobId: string,
+    @Query() q: Query,
+  ): Promise<Wire> {
+    const page = await this.history.listOccurrences(this.auth.authenticate(authz, 'rest'), jobId, {
+      pageSize: int(q, 'page_size'),
+      pageToken: one(q, 'page_token'),
+    });
+    return {
+      occurrences: page.occurrences.map((o) => occurrenceJson(o, jobId)),
+      next_page_token: page.nextPageToken,
+    };
+  }
+
+  @Get('dead-letters')
+  async deadLetters(@Headers('authorization') authz: string | undefined, @Query() q: Query): Promise<Wire> {
+    const page = await this.history.listDeadLetters(this.auth.authenticate(authz, 'rest'), {
+      tenantId: one(q, 'tenant_id'),
+      jobId: one(q, 'job_id'),
+      pageSize: int(q, 'page_size'),
+      pageToken: one(q, 'page_token'),
+    });
+    return { dead_letters: page.deadLetters.map(deadLetterJson), next_page_token: page.nextPageToken };
+  }
+
+  @Post('dead-letters/:fireId/replay')
+  @HttpCode(202)
+  async replay(
+    @Headers('authorization') authz: string | undefined,
+    @Param('fireId') fireId: string,
+  ): Promise<Wire> {
+    return fireJson(await this.history.replayDeadLetter(this.auth.authenticate(authz, 'rest'), fireId));
+  }
+
+  /** The next fire times of a schedule: `{"schedule": {...}, "count"?: 10, "from"?: "2026-…Z"}`. */
+  @Post('schedules/preview')
+  @HttpCode(200)
+  preview(@Headers('authorization') authz: string | undefined, @Body() body: unknown): Wire {
+    this.auth.authenticate(authz, 'rest');
+    const b = (body && typeof body === 'object' && !Array.isArray(body) ? body : {}) as Record<
+      string,
+      unknown
+    >;
+    const unknown = Object.keys(b).filter((k) => !['schedule', 'count', 'from'].includes(k));
+    if (unknown.length > 0)
+      throw new ValidationError(unknown.map((k) => ({ field: k, message: 'is not a known field' })));
+    if (b.count !== undefined && typeof b.count !== 'number')
+      throw new ValidationError([{ field: 'count', message: 'must be an integer' }]);
+    let from: Date | undefined;
+    if (b.from !== undefined) {
+      from = typeof b.from === 'string' ? new Date(b.from) : undefined;
+      if (!from || Number.isNaN(from.getTime()))
+        throw new ValidationError([{ field: 'from', message: 'must be an ISO-8601 timestamp' }]);
+    }
+    const fires = previewSchedule(b.schedule, {
+      count: b.count as number | undefined,
+      from,
+      now: new Date(),
+      minIntervalMs: this.config.api.minIntervalMs,
+    });
+    return { fires: fires.map(previewJson) };
+  }
+}

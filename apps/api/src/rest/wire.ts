@@ -1,0 +1,83 @@
+/** Domain values → the REST API's snake_case JSON. */
+import { fireIdOf, jobToWire, type FireEvent, type Job, type JsonValue, type Run } from '@tickwork/domain';
+import { etagOf, type PreviewedFire } from '@tickwork/jobs';
+import type { DeadLetterEntry, OccurrenceEntry } from '@tickwork/store';
+
+type Wire = Record<string, JsonValue>;
+const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
+
+/** A job as REST shows it: the stored job, its etag, and (GetJob) its last run. */
+export function jobJson(job: Job, lastRun?: Run | null): Wire {
+  return {
+    ...jobToWire(job),
+    etag: etagOf(job),
+    ...(lastRun !== undefined ? { last_run: lastRun ? runJson(lastRun) : null } : {}),
+  };
+}
+
+/** A run. */
+export function runJson(run: Run): Wire {
+  return {
+    job_id: run.jobId,
+    fire_id: run.fireId,
+    fence_token: run.fenceToken,
+    tenant_id: run.tenantId,
+    status: run.status,
+    attempt: run.attempt,
+    nominal_time: run.nominalTime.toISOString(),
+    scheduled_for: run.scheduledFor.toISOString(),
+    started_at: iso(run.startedAt),
+    finished_at: iso(run.finishedAt),
+    http_status: run.httpStatus,
+    error: run.error,
+  };
+}
+
+/** An occurrence ledger entry. */
+export function occurrenceJson(o: OccurrenceEntry, jobId: string): Wire {
+  if (o.kind === 'FIRE') {
+    return {
+      outcome: 'FIRED',
+      nominal_time: o.nominalTime.toISOString(),
+      last_nominal_time: o.nominalTime.toISOString(),
+      occurrences: 1,
+      reason: null,
+      fence_token: o.fenceToken,
+      fire_id: fireIdOf({ jobId, fenceToken: o.fenceToken }),
+      trigger: o.trigger,
+      scheduled_for: o.scheduledFor.toISOString(),
+      claimed_at: o.claimedAt.toISOString(),
+      enqueued_at: iso(o.enqueuedAt),
+      run_status: o.runStatus,
+    };
+  }
+  return {
+    outcome: o.reason === 'COALESCED' ? 'COALESCED' : o.reason === 'OVERLAP' ? 'DEFERRED' : 'SKIPPED',
+    nominal_time: o.firstNominal.toISOString(),
+    last_nominal_time: o.lastNominal.toISOString(),
+    occurrences: o.occurrences,
+    reason: o.reason,
+    recorded_at: o.recordedAt.toISOString(),
+  };
+}
+
+/** A dead letter. */
+export function deadLetterJson(d: DeadLetterEntry): Wire {
+  return {
+    ...runJson(d.run),
+    dead_lettered_at: d.deadLetteredAt.toISOString(),
+    replay_fire_id:
+      d.replayFenceToken !== null ? fireIdOf({ jobId: d.run.jobId, fenceToken: d.replayFenceToken }) : null,
+    replayed_at: iso(d.replayedAt),
+  };
+}
+
+/** A fire created by TriggerJob or ReplayDeadLetter. */
+export function fireJson(f: FireEvent): Wire {
+  return { fire_id: f.fireId, fence_token: f.fenceToken, scheduled_for: f.scheduledFor.toISOString() };
+}
+
+/** A previewed fire time. */
+export function previewJson(p: PreviewedFire): Wire {
+  return { at: p.at.toISOString(), local_time: p.localTime, time_zone: p.timeZone };
+}

@@ -1,0 +1,208 @@
+/** Output of the CLI: aligned tables for people, the response messages as JSON with --json. */
+type Msg = Record<string, unknown>;
+
+export interface Out {
+  readonly json: boolean;
+  write(s: string): void;
+}
+
+/** Timestamp message → ISO string, or '-' when unset. */
+export function tsText(v: unknown): string {
+  if (!v || typeof v !== 'object') return '-';
+  const t = v as { seconds?: number; nanos?: number };
+  return new Date((t.seconds ?? 0) * 1000 + Math.floor((t.nanos ?? 0) / 1e6)).toISOString();
+}
+
+/** A JSON rendering with Timestamps as ISO strings and google.protobuf.Value as plain JSON. */
+export function plain(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(plain);
+  if (!v || typeof v !== 'object') return v;
+  const m = v as Msg;
+  const keys = Object.keys(m);
+  if (keys.every((k) => k === 'seconds' || k === 'nanos') && keys.includes('seconds')) return tsText(m);
+  if (typeof m.kind === 'string' && m.kind.endsWith('Value') && keys.length === 2) return valueJson(m);
+  return Object.fromEntries(
+    Object.entries(m)
+      .filter(([k]) => k !== 'kind')
+      .map(([k, x]) => [k, plain(x)]),
+  );
+}
+
+function valueJson(m: Msg): unknown {
+  switch (m.kind) {
+    case 'structValue':
+      return Object.fromEntries(
+        Object.entries(((m.structValue as Msg).fields ?? {}) as Msg).map(([k, v]) => [
+          k,
+          valueJson(v as Msg),
+        ]),
+      );
+    case 'listValue':
+      return (((m.listValue as Msg).values ?? []) as Msg[]).map(valueJson);
+    case 'nullValue':
+      return null;
+    default:
+      return m[m.kind as string];
+  }
+}
+
+const strip = (v: unknown, prefix: string): string =>
+  typeof v === 'string' && !v.endsWith('_UNSPECIFIED') ? v.replace(prefix, '') : '-';
+
+function table(out: Out, headers: string[], rows: string[][], footer?: string): void {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd();
+  out.write([line(headers), ...rows.map(line), ...(footer ? [footer] : [])].join('\n'));
+}
+
+function scheduleText(s: unknown): string {
+  const m = (s ?? {}) as Msg;
+  if (m.once) return `once at ${tsText((m.once as Msg).at)}`;
+  if (m.interval) return `every ${String((m.interval as Msg).every_ms)} ms`;
+  if (m.cron) {
+    const c = m.cron as Msg;
+    return `cron "${String(c.expression)}" ${String(c.time_zone ?? 'UTC')}`;
+  }
+  return '-';
+}
+
+function targetText(t: unknown): string {
+  const m = (t ?? {}) as Msg;
+  if (m.webhook)
+    return `${strip((m.webhook as Msg).method, 'HTTP_METHOD_')} ${String((m.webhook as Msg).url)}`;
+  if (m.kafka) return `kafka ${String((m.kafka as Msg).topic)}`;
+  return '-';
+}
+
+const more = (res: Msg): string | undefined =>
+  res.next_page_token ? `next page: --page-token ${String(res.next_page_token)}` : undefined;
+
+/** One job, as key: value lines. */
+export function printJob(out: Out, job: Msg): void {
+  if (out.json) return out.write(JSON.stringify(plain(job), null, 2));
+  const last = job.last_run as Msg | undefined;
+  const labels = Object.entries((job.labels ?? {}) as Record<string, string>).map(([k, v]) => `${k}=${v}`);
+  const rows: [string, string][] = [
+    ['job_id', String(job.job_id)],
+    ['tenant', String(job.tenant_id)],
+    ['status', strip(job.status, 'JOB_STATUS_')],
+    ['schedule', scheduleText(job.schedule)],
+    ['target', targetText(job.target)],
+    ['next_run_at', tsText(job.next_run_at)],
+    ['fires', String(job.fires_count ?? 0)],
+    ['fence_token', String(job.fence_token ?? 0)],
+    ['etag', String(job.etag ?? '')],
+    ['labels', labels.join(', ') || '-'],
+  ];
+  if (last)
+    rows.push([
+      'last_run',
+      `${strip(last.status, 'RUN_STATUS_')} #${String(last.fence_token)} at ${tsText(last.finished_at ?? last.started_at)}`,
+    ]);
+  out.write(rows.map(([k, v]) => `${k.padEnd(12)}${v}`).join('\n'));
+}
+
+/** A page of jobs. */
+export function printJobs(out: Out, res: Msg): void {
+  if (out.json) return out.write(JSON.stringify(plain(res), null, 2));
+  const jobs = (res.jobs ?? []) as Msg[];
+  table(
+    out,
+    ['JOB_ID', 'TENANT', 'STATUS', 'SCHEDULE', 'NEXT_RUN_AT', 'FIRES'],
+    jobs.map((j) => [
+      String(j.job_id),
+      String(j.tenant_id),
+      strip(j.status, 'JOB_STATUS_'),
+      scheduleText(j.schedule),
+      tsText(j.next_run_at),
+      String(j.fires_count ?? 0),
+    ]),
+    more(res),
+  );
+}
+
+const runRow = (r: Msg): string[] => [
+  String(r.fence_token),
+  strip(r.status, 'RUN_STATUS_'),
+  String(r.attempt ?? '-'),
+  tsText(r.scheduled_for),
+  tsText(r.finished_at),
+  r.http_status === undefined ? '-' : String(r.http_status),
+  String(r.error || '-'),
+];
+const RUN_HEADERS = ['FENCE', 'STATUS', 'ATTEMPT', 'SCHEDULED_FOR', 'FINISHED_AT', 'HTTP', 'ERROR'];
+
+/** A page of runs. */
+export function printRuns(out: Out, res: Msg): void {
+  if (out.json) return out.write(JSON.stringify(plain(res), null, 2));
+  table(out, RUN_HEADERS, ((res.runs ?? []) as Msg[]).map(runRow), more(res));
+}
+
+/** One run. */
+export function printRun(out: Out, run: Msg): void {
+  if (out.json) return out.write(JSON.stringify(plain(run), null, 2));
+  table(out, RUN_HEADERS, [runRow(run)]);
+}
+
+/** A page of the occurrence ledger. */
+export function printOccurrences(out: Out, res: Msg): void {
+  if (out.json) return out.write(JSON.stringify(plain(res), null, 2));
+  table(
+    out,
+    ['NOMINAL_TIME', 'OUTCOME', 'COUNT', 'DETAIL'],
+    ((res.occurrences ?? []) as Msg[]).map((o) => {
+      const outcome = strip(o.outcome, 'OCCURRENCE_OUTCOME_');
+      const detail =
+        outcome === 'FIRED'
+          ? `fence ${String(o.fence_token)} ${strip(o.trigger, 'FIRE_TRIGGER_')} run ${strip(o.run_status, 'RUN_STATUS_')}${o.enqueued_at ? '' : ' (in outbox)'}`
+          : `${String(o.reason)} until ${tsText(o.last_nominal_time)}`;
+      return [tsText(o.nominal_time), outcome, String(o.occurrences ?? 1), detail];
+    }),
+    more(res),
+  );
+}
+
+/** A page of dead letters. */
+export function printDeadLetters(out: Out, res: Msg): void {
+  if (out.json) return out.write(JSON.stringify(plain(res), null, 2));
+  table(
+    out,
+    ['FIRE_ID', 'TENANT', 'ATTEMPT', 'DEAD_AT', 'HTTP', 'ERROR', 'REPLAYED_AS'],
+    ((res.dead_letters ?? []) as Msg[]).map((d) => [
+      String(d.fire_id),
+      String(d.tenant_id),
+      String(d.attempt ?? '-'),
+      tsText(d.dead_lettered_at),
+      d.http_status === undefined ? '-' : String(d.http_status),
+      String(d.error || '-'),
+      String(d.replay_fire_id || '-'),
+    ]),
+    more(res),
+  );
+}
+
+/** A fire made by trigger or replay. */
+export function printFires(out: Out, verb: string, fire: Msg): void {
+  if (out.json) return out.write(JSON.stringify(plain(fire), null, 2));
+  out.write(
+    `${verb}: fire ${String(fire.fire_id)} (fence token ${String(fire.fence_token)}) scheduled for ${tsText(fire.scheduled_for)}`,
+  );
+}
+
+/** Previewed fire times. */
+export function printPreview(out: Out, res: Msg): void {
+  if (out.json) return out.write(JSON.stringify(plain(res), null, 2));
+  table(
+    out,
+    ['#', 'UTC', 'LOCAL'],
+    ((res.fires ?? []) as Msg[]).map((f, i) => [
+      String(i + 1),
+      tsText(f.at),
+      `${String(f.local_time)} ${String(f.time_zone)}`,
+    ]),
+  );
+}

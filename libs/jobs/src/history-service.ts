@@ -1,0 +1,153 @@
+/**
+ * What happened to jobs, for the admin API: runs, the occurrence ledger, dead letters, and the
+ * replay of a dead letter as a new fire. Tenancy and audit as in JobService.
+ */
+import { fireIdOf, ValidationError, type FireEvent, type Run } from '@tickwork/domain';
+import type { DeadLetterEntry, HistoryRepository, JobRepository, OccurrenceEntry } from '@tickwork/store';
+import { tenantScope, visibleJob, type Caller } from './caller';
+import { NotFoundError, PreconditionFailedError } from './errors';
+import type { JobService } from './job-service';
+import { decodePageToken, encodePageToken, pageSize } from './page-token';
+
+export interface Page {
+  readonly pageSize?: number;
+  readonly pageToken?: string;
+}
+
+/** A dead letter's identity is its fire id, `job_id:fence_token`. */
+export function parseFireId(fireId: string, field = 'fire_id'): { jobId: string; fenceToken: number } {
+  const at = fireId.lastIndexOf(':');
+  const fenceToken = Number(fireId.slice(at + 1));
+  if (at <= 0 || !/^\d{1,15}$/.test(fireId.slice(at + 1)) || !Number.isSafeInteger(fenceToken)) {
+    throw new ValidationError([{ field, message: 'must be job_id:fence_token, e.g. nightly-report:42' }]);
+  }
+  return { jobId: fireId.slice(0, at), fenceToken };
+}
+
+export class JobHistoryService {
+  constructor(
+    private readonly jobs: JobRepository,
+    private readonly history: HistoryRepository,
+    private readonly service: JobService,
+  ) {}
+
+  /** A job's runs, newest first. */
+  async listRuns(caller: Caller, jobId: string, page: Page): Promise<{ runs: Run[]; nextPageToken: string }> {
+    visibleJob(caller, jobId, await this.jobs.findJob(jobId));
+    const limit = pageSize(page.pageSize);
+    const pos = decodePageToken(page.pageToken, `runs:${jobId}`);
+    const runs = await this.history.listRuns(
+      jobId,
+      limit + 1,
+      typeof pos?.before === 'number' ? pos.before : undefined,
+    );
+    const shown = runs.slice(0, limit);
+    const last = shown[shown.length - 1];
+    return {
+      runs: shown,
+      nextPageToken:
+        runs.length > limit && last ? encodePageToken(`runs:${jobId}`, { before: last.fenceToken }) : '',
+    };
+  }
+
+  /** One run of a job the caller may see. */
+  async getRun(caller: Caller, jobId: string, fenceToken: number): Promise<Run> {
+    visibleJob(caller, jobId, await this.jobs.findJob(jobId));
+    if (!Number.isSafeInteger(fenceToken) || fenceToken < 1)
+      throw new ValidationError([{ field: 'fence_token', message: 'must be a positive integer' }]);
+    const run = await this.history.findRun(jobId, fenceToken);
+    if (!run) throw new NotFoundError(`run ${fireIdOf({ jobId, fenceToken })} not found`);
+    return run;
+  }
+
+  /** The occurrence ledger of a job, newest first: fires, and ranges that were skipped or coalesced. */
+  async listOccurrences(
+    caller: Caller,
+    jobId: string,
+    page: Page,
+  ): Promise<{ occurrences: OccurrenceEntry[]; nextPageToken: string }> {
+    visibleJob(caller, jobId, await this.jobs.findJob(jobId));
+    const limit = pageSize(page.pageSize);
+    const kind = `occurrences:${jobId}`;
+    const pos = decodePageToken(page.pageToken, kind);
+    const cursor =
+      pos &&
+      typeof pos.at === 'string' &&
+      (pos.kind === 'FIRE' || pos.kind === 'SKIP') &&
+      typeof pos.seq === 'number'
+        ? { at: pos.at, kind: pos.kind as 'FIRE' | 'SKIP', seq: pos.seq }
+        : undefined;
+    const entries = await this.history.listOccurrences(jobId, limit + 1, cursor);
+    const shown = entries.slice(0, limit);
+    const last = shown[shown.length - 1];
+    return {
+      occurrences: shown,
+      nextPageToken: entries.length > limit && last ? encodePageToken(kind, { ...last.cursor }) : '',
+    };
+  }
+
+  /** Dead-lettered fires the caller may see, newest first. */
+  async listDeadLetters(
+    caller: Caller,
+    req: Page & { tenantId?: string; jobId?: string },
+  ): Promise<{ deadLetters: DeadLetterEntry[]; nextPageToken: string }> {
+    const tenantId = tenantScope(caller, req.tenantId, 'tenant_id');
+    const limit = pageSize(req.pageSize);
+    const pos = decodePageToken(req.pageToken, 'dead-letters');
+    const before =
+      pos &&
+      typeof pos.atMicros === 'string' &&
+      typeof pos.jobId === 'string' &&
+      typeof pos.fenceToken === 'number'
+        ? { atMicros: pos.atMicros, jobId: pos.jobId, fenceToken: pos.fenceToken }
+        : undefined;
+    const rows = await this.history.listDeadLetters({
+      tenantId,
+      jobId: req.jobId || undefined,
+      limit: limit + 1,
+      before,
+    });
+    const shown = rows.slice(0, limit);
+    const last = shown[shown.length - 1];
+    return {
+      deadLetters: shown,
+      nextPageToken: rows.length > limit && last ? encodePageToken('dead-letters', { ...last.cursor }) : '',
+    };
+  }
+
+  /**
+   * Re-enqueues a dead-lettered fire as a new fire of its job: a new fence token (so the executor's
+   * ledger runs it), attempt 1, the original nominal time, trigger REPLAY. Each dead letter once.
+   */
+  async replayDeadLetter(caller: Caller, fireId: string): Promise<FireEvent> {
+    const { jobId, fenceToken } = parseFireId(fireId);
+    return this.service.audited(caller, 'ReplayDeadLetter', jobId, { details: { fire_id: fireId } }, (meta) =>
+      this.jobs.mutate(jobId, meta, async (found, tx) => {
+        const dead = await tx.deadLetter(fenceToken);
+        if (!dead || (caller.tenantId !== null && dead.run.tenantId !== caller.tenantId))
+          throw new NotFoundError(`dead letter ${fireId} not found`);
+        const job = visibleJob(caller, jobId, found);
+        if (dead.replayFenceToken !== null) {
+          throw new PreconditionFailedError(
+            `dead letter ${fireId} was already replayed as ${fireIdOf({ jobId, fenceToken: dead.replayFenceToken })}`,
+          );
+        }
+        const original = dead.event;
+        const fire = await tx.recordFire('REPLAY', `replay:${caller.actor}`, (newToken, now) => ({
+          jobId,
+          tenantId: job.tenantId,
+          fenceToken: newToken,
+          fireId: fireIdOf({ jobId, fenceToken: newToken }),
+          scheduledFor: now,
+          nominalTime: dead.run.nominalTime,
+          attempt: 1,
+          target: original?.target ?? job.target,
+          payload: original ? original.payload : job.payload,
+        }));
+        await tx.markReplayed(fenceToken, fire.fenceToken, caller.actor);
+        tx.note({ replayed_fire_id: fireId });
+        return fire;
+      }),
+    );
+  }
+}

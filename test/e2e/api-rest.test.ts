@@ -1,0 +1,215 @@
+/** REST under /v1 against a real API: the same operations, errors and tenancy as gRPC, and the served OpenAPI document matching the routes. */
+import { createHash } from 'node:crypto';
+import { Client as Pg } from 'pg';
+import { startApp, type AppProcess } from '../support/apps';
+import { freePort, isolate, type Isolation } from '../support/env';
+
+const sha = (t: string) => createHash('sha256').update(t).digest('hex');
+const A = 'tok-rest-acme-0123456789abcdef';
+const B = 'tok-rest-globex-0123456789abcdef';
+const TENANTS = JSON.stringify({
+  tenants: { acme: { max_jobs: 2 } },
+  tokens: [
+    { name: 'acme-rest', sha256: sha(A), role: 'tenant', tenant: 'acme' },
+    { name: 'globex-rest', sha256: sha(B), role: 'tenant', tenant: 'globex' },
+  ],
+});
+
+type Json = Record<string, unknown>;
+
+describe('REST API /v1', () => {
+  let iso: Isolation;
+  let api: AppProcess;
+  let db: Pg;
+
+  const http = async (
+    method: string,
+    path: string,
+    opts: { token?: string; body?: unknown; headers?: Record<string, string> } = {},
+  ) => {
+    const res = await fetch(`${api.url}${path}`, {
+      method,
+      headers: {
+        ...(opts.body !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...(opts.token ? { authorization: `Bearer ${opts.token}` } : {}),
+        ...opts.headers,
+      },
+      body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+    });
+    const text = await res.text();
+    return { status: res.status, headers: res.headers, body: (text ? JSON.parse(text) : null) as Json };
+  };
+  const job = (id: string) => ({
+    job_id: id,
+    schedule: { kind: 'interval', every_ms: 3_600_000 },
+    target: { type: 'webhook', url: 'https://example.com/h' },
+  });
+
+  beforeAll(async () => {
+    iso = isolate('apirest');
+    api = startApp(
+      'api',
+      iso.env({ TICKWORK_TENANTS: TENANTS, TICKWORK_GRPC_PORT: String(await freePort()) }),
+      await freePort(),
+    );
+    await api.ready();
+    db = new Pg({ connectionString: iso.databaseUrl });
+    await db.connect();
+  }, 120_000);
+
+  afterAll(async () => {
+    await api?.stop();
+    await db?.end();
+    await iso?.dispose();
+  });
+
+  it('serves every operation with the shared error shape and status codes', async () => {
+    const unauth = await http('GET', '/v1/jobs');
+    expect(unauth.status).toBe(401);
+    expect(unauth.headers.get('www-authenticate')).toMatch(/^Bearer/);
+
+    const created = await http('POST', '/v1/jobs', { token: A, body: job('rest-1') });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({
+      job_id: 'rest-1',
+      tenant_id: 'acme',
+      status: 'SCHEDULED',
+      etag: 'v1',
+    });
+
+    const bad = await http('POST', '/v1/jobs', {
+      token: A,
+      body: {
+        ...job('rest-x'),
+        schedule: { kind: 'cron', expression: '* * *', time_zone: 'Nowhere' },
+        extra: 1,
+      },
+    });
+    expect(bad.status).toBe(400);
+    expect((bad.body.violations as { field: string }[]).map((v) => v.field).sort()).toEqual([
+      'extra',
+      'schedule.expression',
+      'schedule.time_zone',
+    ]);
+    expect(
+      (await http('POST', '/v1/jobs', { token: A, body: { ...job('rest-2'), tenant_id: 'globex' } })).status,
+    ).toBe(403);
+    expect((await http('POST', '/v1/jobs', { token: A, body: job('rest-1') })).status).toBe(409);
+    expect((await http('POST', '/v1/jobs', { token: A, body: job('rest-2') })).status).toBe(201);
+    const quota = await http('POST', '/v1/jobs', { token: A, body: job('rest-3') });
+    expect(quota).toMatchObject({ status: 429, body: { error: 'RESOURCE_EXHAUSTED' } });
+
+    const got = await http('GET', '/v1/jobs/rest-1', { token: A });
+    expect(got.status).toBe(200);
+    expect(got.headers.get('etag')).toBe('"v1"');
+    expect(got.body.last_run).toBeNull();
+    expect((await http('GET', '/v1/jobs/rest-1', { token: B })).status).toBe(404);
+    expect(((await http('GET', '/v1/jobs', { token: B })).body.jobs as Json[]).length).toBe(0);
+    expect(
+      ((await http('GET', '/v1/jobs?page_size=1', { token: A })).body.next_page_token as string).length,
+    ).toBeGreaterThan(0);
+
+    const stale = await http('PATCH', '/v1/jobs/rest-1', {
+      token: A,
+      body: { labels: { a: 'b' } },
+      headers: { 'if-match': '"v7"' },
+    });
+    expect(stale.status).toBe(412);
+    const patched = await http('PATCH', '/v1/jobs/rest-1', {
+      token: A,
+      body: { labels: { a: 'b' } },
+      headers: { 'if-match': '"v1"' },
+    });
+    expect(patched).toMatchObject({ status: 200, body: { labels: { a: 'b' }, etag: 'v2' } });
+    expect((await http('PATCH', '/v1/jobs/rest-1', { token: A, body: { tenant_id: 'x' } })).status).toBe(400);
+    expect((await http('PATCH', '/v1/jobs/rest-1', { token: B, body: { labels: {} } })).status).toBe(404);
+
+    expect((await http('POST', '/v1/jobs/rest-1/pause', { token: A })).body.status).toBe('PAUSED');
+    expect((await http('POST', '/v1/jobs/rest-1/resume', { token: A })).body.status).toBe('SCHEDULED');
+    expect((await http('POST', '/v1/jobs/rest-1/pause', { token: B })).status).toBe(404);
+    const fire = await http('POST', '/v1/jobs/rest-1/trigger', { token: A });
+    expect(fire).toMatchObject({ status: 202, body: { fire_id: 'rest-1:1', fence_token: 1 } });
+    expect((await http('POST', '/v1/jobs/rest-1/trigger', { token: B })).status).toBe(404);
+
+    expect((await http('GET', '/v1/jobs/rest-1/runs', { token: A })).body).toEqual({
+      runs: [],
+      next_page_token: '',
+    });
+    expect((await http('GET', '/v1/jobs/rest-1/runs/1', { token: A })).status).toBe(404);
+    const occ = await http('GET', '/v1/jobs/rest-1/occurrences', { token: A });
+    expect((occ.body.occurrences as Json[]).map((o) => [o.outcome, o.trigger])).toEqual([
+      ['FIRED', 'MANUAL'],
+    ]);
+    expect((await http('GET', '/v1/jobs/rest-1/occurrences', { token: B })).status).toBe(404);
+    expect((await http('GET', '/v1/dead-letters', { token: A })).body).toEqual({
+      dead_letters: [],
+      next_page_token: '',
+    });
+    expect((await http('GET', '/v1/dead-letters?tenant_id=acme', { token: B })).status).toBe(403);
+    expect(
+      (await http('POST', `/v1/dead-letters/${encodeURIComponent('rest-1:1')}/replay`, { token: A })).status,
+    ).toBe(404);
+
+    const preview = await http('POST', '/v1/schedules/preview', {
+      token: A,
+      body: {
+        schedule: { kind: 'cron', expression: '0 9 * * *', time_zone: 'America/New_York' },
+        count: 2,
+        from: '2026-11-01T00:00:00Z',
+      },
+    });
+    expect(preview.body.fires).toEqual([
+      {
+        at: '2026-11-01T14:00:00.000Z',
+        local_time: '2026-11-01T09:00:00-05:00',
+        time_zone: 'America/New_York',
+      },
+      {
+        at: '2026-11-02T14:00:00.000Z',
+        local_time: '2026-11-02T09:00:00-05:00',
+        time_zone: 'America/New_York',
+      },
+    ]);
+
+    expect((await http('DELETE', '/v1/jobs/rest-1', { token: B })).status).toBe(404);
+    expect(
+      (await http('DELETE', '/v1/jobs/rest-1', { token: A, headers: { 'if-match': '"v1"' } })).status,
+    ).toBe(412);
+    expect((await http('DELETE', '/v1/jobs/rest-1', { token: A })).status).toBe(204);
+    expect((await http('GET', '/v1/jobs/rest-1', { token: A })).status).toBe(404);
+
+    const audit = await db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM audit_events WHERE via = 'rest' AND job_id = 'rest-1'`,
+    );
+    expect(audit.rows[0]!.n).toBeGreaterThanOrEqual(10);
+  });
+
+  it('serves the committed OpenAPI document, which lists exactly the routes the app has', async () => {
+    const doc = await http('GET', '/v1/openapi.json');
+    expect(doc.status).toBe(200);
+    expect(doc.body.openapi).toBe('3.0.3');
+    const yaml = await fetch(`${api.url}/v1/openapi.yaml`);
+    expect(yaml.headers.get('content-type')).toMatch(/yaml/);
+
+    const documented = new Set<string>();
+    for (const [path, ops] of Object.entries(doc.body.paths as Record<string, Json>)) {
+      for (const method of Object.keys(ops).filter((k) =>
+        ['get', 'post', 'put', 'patch', 'delete'].includes(k),
+      )) {
+        documented.add(`${method.toUpperCase()} ${path.replace(/\{([a-z_]+)\}/g, ':$1')}`);
+      }
+    }
+    // The routes Nest mapped, as it logs them at start-up ("Mapped {/v1/jobs/:jobId, GET} route").
+    const mapped = new Set(
+      api.output
+        .map((l) => /Mapped \{([^,]+), (\w+)\} route/.exec(l))
+        .filter((m): m is RegExpExecArray => m !== null)
+        .map(
+          (m) =>
+            `${m[2]} ${m[1]!.replace(/:([A-Za-z]+)/g, (_s, p: string) => `:${p.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}`)}`,
+        ),
+    );
+    expect(mapped.size).toBeGreaterThan(10);
+    expect([...mapped].sort()).toEqual([...documented].sort());
+  });
+});
