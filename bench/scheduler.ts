@@ -139,7 +139,9 @@ async function main(): Promise<void> {
     SCHEMA_REGISTRY_URL: process.env.SCHEMA_REGISTRY_URL ?? 'http://127.0.0.1:8081/apis/ccompat/v7',
   };
   console.log(`starting one scheduler; herd of ${DUE} due at ${herdAt.toISOString()}`);
-  const child = spawn(process.execPath, [join(OUT, 'apps', 'scheduler', 'src', 'main.js')], {
+  // BENCH_NODE_FLAGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the scheduler process.
+  const flags = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter((f) => f.length > 0);
+  const child = spawn(process.execPath, [...flags, join(OUT, 'apps', 'scheduler', 'src', 'main.js')], {
     env,
     stdio: ['ignore', 'ignore', 'inherit'],
   });

@@ -36,7 +36,8 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
   private producer: MessageProducer | undefined;
   private consumer: MessageConsumer | undefined;
   private ownership: ShardOwnership | undefined;
-  private loop: FireLoop | undefined;
+  /** One fire loop per claim lane (a disjoint subset of the held shards each). */
+  private loops: FireLoop[] = [];
   private rejoining = false;
   private stopped = false;
   private commandHandler: Promise<ScheduleCommandHandler> | undefined;
@@ -83,42 +84,60 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
     const planOptions = { maxCatchUp: c.scheduler.maxCatchUp, herdJitterMs: c.scheduler.herdJitterMs };
     const planner: ClaimPlanner = ({ job, previousFireInFlight }, now) =>
       planDueOccurrences(job, job.nextNominalAt ?? now, now, planOptions, previousFireInFlight);
-    this.loop = new FireLoop(
-      fires,
-      this.ownership,
-      publisher,
-      planner,
-      {
-        owner: c.instanceId,
-        tickMs: c.scheduler.tickMs,
-        batchSize: c.scheduler.claimBatchSize,
-        lookaheadMs: c.scheduler.lookaheadMs,
-        relayAgeMs: c.scheduler.outboxRelayAgeMs,
-        ...(c.scheduler.tenantMaxFiresPerSec > 0
-          ? { buckets: this.tenantBuckets(c.scheduler.tenantMaxFiresPerSec) }
-          : {}),
-      },
-      {
-        onDeferred: (tenants) =>
-          this.log.debug(`rate cap deferred due fires of tenants [${tenants.join(', ')}]`),
-        onFencedOut: (shards) => this.log.warn(`claim fenced out of shards [${shards.join(', ')}]`),
-        onEnqueued: (f, relayed) =>
-          relayed && this.log.log(`re-enqueued ${f.length} orphaned fires from the outbox`),
-        onError: (e) => this.log.error(`fire loop: ${e.message}`),
-      },
+    const buckets = this.tenantBuckets();
+    const lanes = c.scheduler.claimLanes;
+    const ownership = this.ownership;
+    this.loops = Array.from(
+      { length: lanes },
+      (_, index) =>
+        new FireLoop(
+          fires,
+          ownership,
+          publisher,
+          planner,
+          {
+            owner: c.instanceId,
+            tickMs: c.scheduler.tickMs,
+            batchSize: c.scheduler.claimBatchSize,
+            lookaheadMs: c.scheduler.lookaheadMs,
+            relayAgeMs: c.scheduler.outboxRelayAgeMs,
+            ...buckets,
+            lane: { index, count: lanes },
+          },
+          {
+            onDeferred: (tenants) =>
+              this.log.debug(`rate cap deferred due fires of tenants [${tenants.join(', ')}]`),
+            onFencedOut: (shards) => this.log.warn(`claim fenced out of shards [${shards.join(', ')}]`),
+            onEnqueued: (f, relayed) =>
+              relayed && this.log.log(`re-enqueued ${f.length} orphaned fires from the outbox`),
+            onError: (e) => this.log.error(`fire loop: ${e.message}`),
+          },
+        ),
     );
     await this.joinGroup();
-    this.loop.start();
+    for (const loop of this.loops) loop.start();
     this.log.log(`scheduler ${c.instanceId} started (group ${c.scheduler.groupId}, ${c.shardCount} shards)`);
   }
 
-  /** Each instance enforces its share of a tenant's cluster-wide rate: the fraction of shards it holds. */
-  private tenantBuckets(clusterRate: number): TenantTokenBuckets {
-    return new TenantTokenBuckets(() => {
+  /**
+   * Per-tenant fire-rate caps: each tenant's max_fires_per_second from the tenant registry when
+   * one is configured, else TICKWORK_TENANT_MAX_FIRES_PER_SEC for all (0 = no cap). Each instance
+   * enforces its share of a tenant's cluster-wide rate: the fraction of the shards it holds.
+   */
+  private tenantBuckets(): { buckets?: TenantTokenBuckets } {
+    const registry = loadTenants();
+    const fallback = this.config.scheduler.tenantMaxFiresPerSec;
+    const clusterRate = (tenantId: string) =>
+      registry.source !== 'none' ? registry.quotasFor(tenantId).maxFiresPerSecond : fallback;
+    if (registry.source === 'none' && fallback <= 0) return {};
+    const buckets = new TenantTokenBuckets((tenantId) => {
+      const rate = clusterRate(tenantId);
+      if (rate <= 0) return null;
       const share = (this.ownership?.claimable().length ?? 0) / this.config.shardCount;
-      const ratePerSec = Math.max(1, clusterRate * share);
+      const ratePerSec = Math.max(1, rate * share);
       return { ratePerSec, burst: ratePerSec };
     });
+    return { buckets };
   }
 
   private async joinGroup(): Promise<void> {
@@ -222,7 +241,7 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
 
   async beforeApplicationShutdown(): Promise<void> {
     this.stopped = true;
-    await this.loop?.stop();
+    await Promise.all(this.loops.map((l) => l.stop()));
     await this.consumer?.stop().catch(() => undefined);
     await this.ownership?.stop().catch(() => undefined);
     await this.producer?.disconnect().catch(() => undefined);

@@ -17,6 +17,11 @@ export interface FireLoopOptions {
   readonly relayAgeMs: number;
   /** Per-tenant fire-rate caps (this instance's share); absent = no caps. */
   readonly buckets?: TenantTokenBuckets;
+  /**
+   * This loop claims only the held shards with `shard % lane.count === lane.index`, so several
+   * loops of one instance claim in parallel without contending for the same rows.
+   */
+  readonly lane?: { readonly index: number; readonly count: number };
 }
 
 export interface FireLoopEvents {
@@ -76,7 +81,8 @@ export class FireLoop {
 
   /** One tick: relay orphaned outbox rows now and then, claim a batch, publish it, confirm it. */
   async tick(): Promise<number> {
-    const shards = this.ownership.claimable();
+    const lane = this.opts.lane;
+    const shards = this.ownership.claimable().filter((s) => !lane || s.shard % lane.count === lane.index);
     if (shards.length === 0) return 0;
     if (Date.now() - this.lastRelay >= Math.max(this.opts.tickMs, 1_000)) {
       this.lastRelay = Date.now();
@@ -125,7 +131,9 @@ export class FireLoop {
       // Publishing overlaps the next claim: the database and Kafka work at the same time. One
       // batch at most is in flight; a failed publish leaves its fires in the outbox for the relay.
       await this.publishing;
-      this.publishing = this.enqueue(result.fires, false).catch((e: unknown) => this.events.onError?.(e as Error));
+      this.publishing = this.enqueue(result.fires, false).catch((e: unknown) =>
+        this.events.onError?.(e as Error),
+      );
     }
     return result.saturated ? this.opts.batchSize : result.scanned;
   }

@@ -17,6 +17,16 @@ import {
   type PlannedOccurrence,
   type Run,
 } from '@tickwork/domain';
+import {
+  Attr,
+  dbAttributes,
+  inSpan,
+  originCarrier,
+  spanCarrier,
+  SpanKind,
+  startFireSpan,
+  traceCarrier,
+} from '@tickwork/telemetry';
 import { inTransaction } from '../database';
 import { JOB_COLUMNS, RUN_COLUMNS, jobFromRow, runFromRow, type JobRow, type RunRow } from './rows';
 import { fireEventFromSnapshot, fireEventSnapshot, type FireEventSnapshot } from './fire-snapshot';
@@ -169,6 +179,21 @@ export class JobRepository {
     meta: MutationMeta,
     work: (job: Job | null, tx: JobTransaction) => Promise<T>,
   ): Promise<T> {
+    return inSpan(
+      'mutate jobs',
+      {
+        kind: SpanKind.CLIENT,
+        attributes: dbAttributes('mutate', 'jobs', { [Attr.JobId]: jobId, 'tickwork.action': meta.audit.action }),
+      },
+      () => this.mutateInTransaction(jobId, meta, work),
+    );
+  }
+
+  private async mutateInTransaction<T>(
+    jobId: string,
+    meta: MutationMeta,
+    work: (job: Job | null, tx: JobTransaction) => Promise<T>,
+  ): Promise<T> {
     return inTransaction(this.pool, async (client) => {
       if (meta.command) {
         const c = meta.command;
@@ -212,6 +237,12 @@ export class JobRepository {
 
 type Queryable = Pick<PoolClient, 'query'>;
 
+/** The active trace context as the jsonb a job row keeps (its fence token is added in SQL), or null. */
+function traceOrigin(): string | null {
+  const carrier = originCarrier(traceCarrier());
+  return carrier ? JSON.stringify(carrier) : null;
+}
+
 async function insertAudit(
   db: Queryable,
   a: AuditEntry,
@@ -232,9 +263,10 @@ async function insertJob(client: Queryable, job: NewJob): Promise<Job> {
   const d = job.definition;
   try {
     const { rows } = await client.query<JobRow>(
-      `INSERT INTO jobs (job_id, tenant_id, shard, schedule_kind, schedule, time_zone, status, next_run_at, next_nominal_at, target, payload, policies, labels, fence_token)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
-               COALESCE((SELECT fence_token FROM job_tombstones WHERE job_id = $1), 0))
+      `INSERT INTO jobs (job_id, tenant_id, shard, schedule_kind, schedule, time_zone, status, next_run_at, next_nominal_at, target, payload, policies, labels, fence_token, trace_context)
+       SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, t.fence_token,
+              $14::jsonb || jsonb_build_object('fence_token', t.fence_token)
+         FROM (SELECT COALESCE((SELECT fence_token FROM job_tombstones WHERE job_id = $1), 0) AS fence_token) t
        RETURNING ${JOB_COLUMNS}`,
       [
         d.jobId,
@@ -250,6 +282,7 @@ async function insertJob(client: Queryable, job: NewJob): Promise<Job> {
         JSON.stringify(d.payload),
         JSON.stringify(policiesToWire(d.policies)),
         JSON.stringify(d.labels),
+        traceOrigin(),
       ],
     );
     await client.query('DELETE FROM job_tombstones WHERE job_id = $1', [d.jobId]);
@@ -310,7 +343,8 @@ class PgJobTransaction implements JobTransaction {
               status = $9,
               next_run_at = CASE WHEN $10::boolean THEN next_run_at ELSE $11 END,
               next_nominal_at = CASE WHEN $10::boolean THEN next_nominal_at ELSE $12 END,
-              version = version + 1, updated_at = now()
+              version = version + 1, updated_at = now(),
+              trace_context = COALESCE($13::jsonb || jsonb_build_object('fence_token', fence_token), trace_context)
         WHERE job_id = $1
         RETURNING ${JOB_COLUMNS}`,
       [
@@ -326,6 +360,7 @@ class PgJobTransaction implements JobTransaction {
         keep,
         keep ? null : (next?.scheduledFor ?? null),
         keep ? null : (next?.nominalTime ?? null),
+        traceOrigin(),
       ],
     );
     return jobFromRow(rows[0]!);
@@ -334,9 +369,10 @@ class PgJobTransaction implements JobTransaction {
   async setStatus(status: 'PAUSED' | 'SCHEDULED', next?: PlannedOccurrence): Promise<Job> {
     const { rows } = await this.client.query<JobRow>(
       `UPDATE jobs SET status = $2, next_run_at = COALESCE($3, next_run_at), next_nominal_at = COALESCE($4, next_nominal_at),
-              version = version + 1, updated_at = now()
+              version = version + 1, updated_at = now(),
+              trace_context = COALESCE($5::jsonb || jsonb_build_object('fence_token', fence_token), trace_context)
         WHERE job_id = $1 RETURNING ${JOB_COLUMNS}`,
-      [this.jobId, status, next?.scheduledFor ?? null, next?.nominalTime ?? null],
+      [this.jobId, status, next?.scheduledFor ?? null, next?.nominalTime ?? null, traceOrigin()],
     );
     return jobFromRow(rows[0]!);
   }
@@ -365,9 +401,13 @@ class PgJobTransaction implements JobTransaction {
     );
     const row = rows[0]!;
     const event = build(row.fence_token, row.now);
+    // The occurrence's span is a child of this request: the relay publishes the fire under it.
+    const span = startFireSpan(event, trigger, { shard: row.shard });
+    const fireTrace = originCarrier(spanCarrier(span));
+    span.end();
     await this.client.query(
-      `INSERT INTO fires (job_id, fence_token, tenant_id, shard, nominal_time, scheduled_for, trigger, claimed_by, event)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+      `INSERT INTO fires (job_id, fence_token, tenant_id, shard, nominal_time, scheduled_for, trigger, claimed_by, event, trace_context)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
       [
         event.jobId,
         event.fenceToken,
@@ -378,6 +418,7 @@ class PgJobTransaction implements JobTransaction {
         trigger,
         claimedBy,
         JSON.stringify(fireEventSnapshot(event)),
+        fireTrace ? JSON.stringify(fireTrace) : null,
       ],
     );
     this.note({ fence_token: event.fenceToken, trigger });
