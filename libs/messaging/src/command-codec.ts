@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import type { JsonValue } from '@tickwork/domain';
-import { schemaDirectory } from './codecs';
+import { ensureCompatibility, schemaDirectory } from './codecs';
 
 /** Why a command's bytes could not be read. */
 export type CommandDecodeFailure = 'UNDECODABLE' | 'UNKNOWN_SCHEMA' | 'SCHEMA_MISMATCH' | 'INVALID_COMMAND';
@@ -52,15 +52,7 @@ export class CommandCodec {
     const schema = readCommandSchema();
     const subject = `${commandsTopic}-value`;
     const { id } = await registry.register({ type: SchemaType.AVRO, schema }, { subject });
-    const res = await fetch(`${registryUrl.replace(/\/$/, '')}/config/${encodeURIComponent(subject)}`, {
-      method: 'PUT',
-      headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' },
-      body: JSON.stringify({ compatibility: 'BACKWARD' }),
-    });
-    if (!res.ok)
-      throw new Error(
-        `schema registry refused compatibility BACKWARD for ${subject}: HTTP ${res.status} ${await res.text()}`,
-      );
+    await ensureCompatibility(registryUrl, subject, 'BACKWARD');
     return new CommandCodec(registry, JSON.parse(schema) as Record<string, unknown>, id);
   }
 
