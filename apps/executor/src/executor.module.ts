@@ -1,9 +1,17 @@
 /** Wiring of the executor app. */
-import { Controller, Get, Inject, Module, ServiceUnavailableException, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
+import {
+  Controller,
+  Get,
+  Inject,
+  Module,
+  ServiceUnavailableException,
+  type DynamicModule,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
 import type { TickworkConfig } from '@tickwork/config';
 import { openDatabase } from '@tickwork/runtime';
 import type { Pool } from '@tickwork/store';
-import { ExecutorService } from './executor.service';
+import { ExecutorService, type ExecutorStatus } from './executor.service';
 
 const POOL = Symbol('Pool');
 
@@ -17,9 +25,10 @@ class ExecutorHealthController {
   }
 
   @Get('ready')
-  ready(): { status: string } {
-    if (!this.executor.isReady()) throw new ServiceUnavailableException('not yet a member of the executor group');
-    return { status: 'ready' };
+  ready(): { status: string } & ExecutorStatus {
+    if (!this.executor.isReady())
+      throw new ServiceUnavailableException('not yet a member of the executor groups');
+    return { status: 'ready', ...this.executor.status() };
   }
 }
 
@@ -32,8 +41,17 @@ export class ExecutorModule implements OnApplicationShutdown {
       module: ExecutorModule,
       controllers: [ExecutorHealthController],
       providers: [
-        { provide: POOL, useFactory: () => openDatabase(config, { max: Math.min(50, config.executor.concurrency + 4) }) },
-        { provide: ExecutorService, useFactory: (pool: Pool) => new ExecutorService(config, pool), inject: [POOL] },
+        {
+          provide: POOL,
+          // Ledger statements are short: a few connections serve hundreds of in-flight fires, and
+          // every connection is a PostgreSQL backend (memory, and a slot of max_connections).
+          useFactory: () => openDatabase(config, { max: Math.min(16, config.executor.concurrency + 4) }),
+        },
+        {
+          provide: ExecutorService,
+          useFactory: (pool: Pool) => new ExecutorService(config, pool),
+          inject: [POOL],
+        },
       ],
     };
   }

@@ -1,66 +1,221 @@
-/** The executor instance: a member of the executor group on the fires topic. */
-import { Injectable, Logger, type BeforeApplicationShutdown, type OnApplicationBootstrap } from '@nestjs/common';
+/**
+ * The executor instance: a member of the executor group on the fires topic and of the retry group
+ * on the retry tiers, both feeding one bounded pool of in-flight fires; plus the run-history purge.
+ */
+import {
+  Injectable,
+  Logger,
+  type BeforeApplicationShutdown,
+  type OnApplicationBootstrap,
+} from '@nestjs/common';
 import type { TickworkConfig } from '@tickwork/config';
-import { FireBatchHandler, FireExecutor, KafkaOutcomeSink, KafkaRunner, Slots, WebhookRunner } from '@tickwork/execution';
+import {
+  BatchingProducer,
+  CoalescingLedger,
+  DestinationGuard,
+  FireExecutor,
+  FireMessageProcessor,
+  KafkaOutcomeSink,
+  KafkaRunner,
+  parseAllowList,
+  PartitionFlow,
+  RunPurger,
+  Slots,
+  WebhookRunner,
+  WebhookSigner,
+  type FlowStats,
+} from '@tickwork/execution';
 import type { MessageConsumer, MessageProducer } from '@tickwork/messaging';
 import { openMessaging } from '@tickwork/runtime';
 import { RunRepository, type Pool } from '@tickwork/store';
 
+/** What /health/ready reports beside readiness. */
+export interface ExecutorStatus {
+  readonly ready: boolean;
+  readonly slotsInUse: number;
+  readonly slotsWaiting: number;
+  readonly fires: FlowStats | null;
+  readonly retries: FlowStats | null;
+  readonly pendingProduces: number;
+}
+
+// A fetch returns at once when there is data; this bounds how long kafkajs sleeps when every
+// partition is paused, i.e. how soon a resumed partition is fetched again.
+const FETCH_MAX_WAIT_MS = 100;
+
 @Injectable()
 export class ExecutorService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly log = new Logger('executor');
-  private readonly stopping = new AbortController();
+  private readonly slots: Slots;
   private producer: MessageProducer | undefined;
-  private consumer: MessageConsumer | undefined;
+  private batching: BatchingProducer | undefined;
+  private firesConsumer: MessageConsumer | undefined;
+  private retryConsumer: MessageConsumer | undefined;
+  private firesFlow: PartitionFlow | undefined;
+  private retryFlow: PartitionFlow | undefined;
   private webhooks: WebhookRunner | undefined;
-  private joined = false;
+  private purger: RunPurger | undefined;
+  private joined = { fires: false, retries: false };
 
   constructor(
     private readonly config: TickworkConfig,
     private readonly pool: Pool,
-  ) {}
+  ) {
+    this.slots = new Slots(config.executor.concurrency);
+  }
 
+  /** Ready once a member of both groups. */
   isReady(): boolean {
-    return this.joined;
+    return this.joined.fires && this.joined.retries;
+  }
+
+  /** Readiness and what is in flight. */
+  status(): ExecutorStatus {
+    return {
+      ready: this.isReady(),
+      slotsInUse: this.slots.inUse(),
+      slotsWaiting: this.slots.waiting(),
+      fires: this.firesFlow?.stats() ?? null,
+      retries: this.retryFlow?.stats() ?? null,
+      pendingProduces: this.batching?.pending() ?? 0,
+    };
   }
 
   async onApplicationBootstrap(): Promise<void> {
     const c = this.config;
-    const messaging = await openMessaging(c, (level, message) => this.log[level === 'info' ? 'log' : level](message));
-    this.producer = await messaging.bus.producer({ idempotent: true });
-    this.webhooks = new WebhookRunner();
-    const sink = new KafkaOutcomeSink(this.producer, messaging.codecs, c.topics);
-    const executor = new FireExecutor(
-      new RunRepository(this.pool),
-      this.webhooks,
-      new KafkaRunner(this.producer),
-      sink,
-      { owner: c.instanceId, runLeaseMs: c.executor.runLeaseMs, heartbeatMs: c.executor.heartbeatMs },
-      { onLeaseLost: (f) => this.log.warn(`lease lost for fire ${f.fireId}; the new holder records it`) },
+    const x = c.executor;
+    const messaging = await openMessaging(c, (level, message) =>
+      this.log[level === 'info' ? 'log' : level](message),
     );
-    const handler = new FireBatchHandler(messaging.codecs, executor, sink, new Slots(c.executor.concurrency), this.stopping.signal, {
-      onPoison: (m, reason) => this.log.warn(`dead-lettered undecodable message ${m.topic}/${m.partition}/${m.offset}: ${reason}`),
-      onError: (e, m) => this.log.error(`fire at ${m.topic}/${m.partition}/${m.offset} failed, will be re-delivered: ${e.message}`),
+    this.producer = await messaging.bus.producer({ idempotent: true });
+    const batching = (this.batching = new BatchingProducer(this.producer));
+    const guard = new DestinationGuard(parseAllowList(x.webhookAllowList));
+    this.webhooks = new WebhookRunner({
+      guard,
+      signer: new WebhookSigner(x.webhookSecrets),
+      connectionsPerOrigin: x.concurrency,
     });
-    this.consumer = await messaging.bus.consumer({
-      groupId: c.executor.groupId,
-      topics: [c.topics.fires],
-      partitionsConsumedConcurrently: Math.min(c.firesPartitions, 16),
+    const internalTopics = [
+      c.topics.commands,
+      c.topics.commandsRejected,
+      c.topics.fires,
+      c.topics.fireResults,
+      c.topics.deadLetters,
+      ...c.topics.retryTiers.map((t) => t.topic),
+    ];
+    const sink = new KafkaOutcomeSink(batching, messaging.codecs, c.topics);
+    const runs = new RunRepository(this.pool);
+    const executor = new FireExecutor(
+      new CoalescingLedger(runs),
+      this.webhooks,
+      new KafkaRunner(batching, internalTopics),
+      sink,
+      {
+        owner: c.instanceId,
+        runLeaseMs: x.runLeaseMs,
+        heartbeatMs: x.heartbeatMs,
+        runRetentionMs: x.runRetentionMs,
+      },
+      {
+        onLeaseLost: (f) =>
+          this.log.warn(
+            `lease lost for fire ${f.fireId}; its late outcome was not recorded (the new holder records it)`,
+          ),
+        onDeadLettered: (f, reason, detail) =>
+          this.log.warn(`dead-lettered fire ${f.fireId} attempt ${f.attempt}: ${reason}: ${detail}`),
+      },
+    );
+    const processor = new FireMessageProcessor(messaging.codecs, executor, sink, c.topics.retryTiers, {
+      onPoison: (m, reason) =>
+        this.log.warn(`dead-lettered undecodable message ${m.topic}/${m.partition}/${m.offset}: ${reason}`),
     });
-    await this.consumer.start({
-      onBatch: (batch) => handler.handle(batch),
+    const onError = (e: Error, m: { topic: string; partition: number; offset: string }, failures: number) =>
+      this.log.error(
+        `fire at ${m.topic}/${m.partition}/${m.offset} failed (${failures}x), will be retried: ${e.message}`,
+      );
+
+    const consumerOptions = {
+      sessionTimeoutMs: x.sessionTimeoutMs,
+      heartbeatIntervalMs: Math.min(3_000, Math.floor(x.sessionTimeoutMs / 3)),
+      maxBytesPerPartition: x.fetchBytesPerPartition,
+      maxWaitTimeMs: FETCH_MAX_WAIT_MS,
+      // The handler only hands batches over, so one at a time is enough.
+      partitionsConsumedConcurrently: 1,
+    };
+    this.firesConsumer = await this.startupRetry('joining the fires topic', () =>
+      messaging.bus.consumer({ ...consumerOptions, groupId: x.groupId, topics: [c.topics.fires] }),
+    );
+    this.firesFlow = new PartitionFlow(this.firesConsumer, this.slots, processor, { onError });
+    this.retryConsumer = await this.startupRetry('joining the retry topics', () =>
+      messaging.bus.consumer({
+        ...consumerOptions,
+        groupId: `${x.groupId}.retry`,
+        topics: c.topics.retryTiers.map((t) => t.topic),
+      }),
+    );
+    this.retryFlow = new PartitionFlow(this.retryConsumer, this.slots, processor, { onError });
+
+    const firesFlow = this.firesFlow;
+    const retryFlow = this.retryFlow;
+    await this.firesConsumer.start({
+      onBatch: (batch) => firesFlow.onBatch(batch),
+      onRebalance: () => firesFlow.onRebalance(),
       onAssignment: (a) => {
-        this.joined = true;
+        firesFlow.onAssignment(a);
+        this.joined.fires = true;
         this.log.log(`assigned fires partitions [${(a.get(c.topics.fires) ?? []).join(', ')}]`);
       },
       onCrash: (e) => this.log.error(`fires consumer crashed: ${e.message}`),
     });
-    this.log.log(`executor ${c.instanceId} started (group ${c.executor.groupId}, concurrency ${c.executor.concurrency})`);
+    await this.retryConsumer.start({
+      onBatch: (batch) => retryFlow.onBatch(batch),
+      onRebalance: () => retryFlow.onRebalance(),
+      onAssignment: (a) => {
+        retryFlow.onAssignment(a);
+        this.joined.retries = true;
+        this.log.log(
+          `assigned retry partitions ${[...a].map(([t, ps]) => `${t}[${ps.join(', ')}]`).join(' ')}`,
+        );
+      },
+      onCrash: (e) => this.log.error(`retry consumer crashed: ${e.message}`),
+    });
+
+    if (x.runPurgeIntervalMs > 0) {
+      this.purger = new RunPurger(runs, {
+        retentionMs: x.runRetentionMs,
+        intervalMs: x.runPurgeIntervalMs,
+        batchSize: x.runPurgeBatchSize,
+        onPurged: (n) => this.log.log(`purged ${n} runs older than ${x.runRetentionMs} ms`),
+        onError: (e) =>
+          this.log.warn(`run purge failed, next pass in ${x.runPurgeIntervalMs} ms: ${e.message}`),
+      });
+      this.purger.start();
+    }
+    this.log.log(
+      `executor ${c.instanceId} started (group ${x.groupId}, concurrency ${x.concurrency}, allow-list [${x.webhookAllowList.join(', ')}])`,
+    );
+  }
+
+  /** Topics created a moment ago may not have leaders yet: metadata errors at start-up are retried a few times. */
+  private async startupRetry<T>(what: string, attempt: () => Promise<T>): Promise<T> {
+    for (let i = 1; ; i++) {
+      try {
+        return await attempt();
+      } catch (e) {
+        if (i >= 8) throw e;
+        this.log.warn(`${what} failed (${(e as Error).message}); retrying`);
+        await new Promise((r) => setTimeout(r, 500 * i));
+      }
+    }
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    this.stopping.abort();
-    await this.consumer?.stop().catch(() => undefined);
+    const drainMs = this.config.executor.drainMs;
+    await Promise.all([this.firesFlow?.stop(drainMs), this.retryFlow?.stop(drainMs), this.purger?.stop()]);
+    await Promise.all([
+      this.firesConsumer?.stop().catch(() => undefined),
+      this.retryConsumer?.stop().catch(() => undefined),
+    ]);
     await this.producer?.disconnect().catch(() => undefined);
     await this.webhooks?.close().catch(() => undefined);
   }

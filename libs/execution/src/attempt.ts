@@ -5,11 +5,15 @@ export interface AttemptOutcome {
   readonly error: string | null;
   /** Worth trying again (network error, timeout, 5xx, 408, 429). */
   readonly retryable: boolean;
+  /** The destination was refused by the SSRF guard or the internal-topic guard: never retried. */
+  readonly refused?: boolean;
+  /** The call was cut short because the run's lease was lost or the executor is stopping. */
+  readonly aborted?: boolean;
   /** A delay the target asked for (Retry-After), in ms. */
   readonly retryAfterMs?: number;
 }
 
-/** Runs one fire against its target. */
+/** Runs one fire against its target. Never throws: every failure is an outcome. */
 export interface TargetRunner<T> {
   run(target: T, request: TargetRequest, signal: AbortSignal): Promise<AttemptOutcome>;
 }

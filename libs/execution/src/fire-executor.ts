@@ -1,86 +1,213 @@
 /**
- * Turns one fire into at most one effect as far as the ledger can tell: take the run's lease in
- * job_runs (a duplicate or a live run elsewhere is skipped), call the target while heartbeating
- * the lease, record the outcome under the lease token, and publish the result.
+ * Turns one delivery of a fire into at most one effect as far as the ledger can tell:
+ * take the run's lease in job_runs, call the target while heartbeating the lease, record the
+ * outcome under the lease token, then hand the run on (a retry message or a dead letter) and
+ * publish the attempt's result. Recording comes before handing on, so an executor fenced out
+ * while it worked produces nothing; a crash between the two is repaired by the re-delivery,
+ * which finds the run recorded but not handed off and hands it off again.
  */
-import type { FireEvent, FireOutcome, FireResult, Run } from '@tickwork/domain';
-import type { RunRepository } from '@tickwork/store';
-import type { AttemptOutcome, TargetRequest } from './attempt';
-import type { KafkaRunner } from './kafka-runner';
-import type { WebhookRunner } from './webhook-runner';
+import type {
+  FireEvent,
+  FireKey,
+  FireOutcome,
+  FireResult,
+  KafkaTarget,
+  RetryPolicy,
+  WebhookTarget,
+} from '@tickwork/domain';
+import type { RunCompletion, RunStart, RunState } from '@tickwork/store';
+import type { AttemptOutcome, TargetRequest, TargetRunner } from './attempt';
+import type { FireOutcomeSink } from './outcome-sink';
+import { planRetry, type DeadLetterReason } from './retry-plan';
+
+/** The ledger operations the executor needs (RunRepository implements them). */
+export interface RunLedger {
+  beginRun(fire: FireEvent, owner: string, leaseMs: number): Promise<RunStart>;
+  heartbeat(key: FireKey, leaseToken: string, leaseMs: number): Promise<boolean>;
+  completeRun(key: FireKey, leaseToken: string, outcome: RunCompletion): Promise<boolean>;
+  markHandedOff(key: FireKey, status: 'RETRYING' | 'DEAD_LETTERED', attempt: number): Promise<void>;
+  releaseRun(key: FireKey, leaseToken: string): Promise<void>;
+}
 
 export interface ExecutorOptions {
   readonly owner: string;
   readonly runLeaseMs: number;
   readonly heartbeatMs: number;
-}
-
-/** Where results and dead letters go; implemented over Kafka by the executor app. */
-export interface FireOutcomeSink {
-  publishResult(result: FireResult): Promise<void>;
-  deadLetter(fire: FireEvent, reason: string): Promise<void>;
+  /** Fires older than this are refused: their ledger rows may have been purged, so a re-run could not be detected. */
+  readonly runRetentionMs: number;
+  readonly now?: () => Date;
+  readonly random?: () => number;
 }
 
 export type ExecutionReport =
   | { readonly kind: 'executed'; readonly outcome: FireOutcome; readonly result: FireResult }
   | { readonly kind: 'duplicate'; readonly reason: string }
-  | { readonly kind: 'lease-lost' };
+  | { readonly kind: 'lease-lost' }
+  /** Not yet: try this delivery again after `afterMs` (a live lease elsewhere, or a fire published ahead of its time). */
+  | { readonly kind: 'later'; readonly afterMs: number; readonly why: string }
+  /** The executor is stopping: the lease was released and the delivery must not be acknowledged. */
+  | { readonly kind: 'abandoned' };
 
 export interface ExecutorEvents {
   onExecuted?(fire: FireEvent, result: FireResult): void;
   onDuplicate?(fire: FireEvent, reason: string): void;
   onLeaseLost?(fire: FireEvent): void;
+  onDeadLettered?(fire: FireEvent, reason: DeadLetterReason, detail: string): void;
 }
 
+/** Where this delivery came from, for dead-letter headers. */
+export interface DeliveryContext {
+  readonly source?: string;
+}
+
+const LEASE_RECHECK_MARGIN_MS = 50;
+const LEDGER_UNREACHABLE_RETRY_MS = 1_000;
+
 export class FireExecutor {
+  private readonly now: () => Date;
+  private readonly random: () => number;
+  private readonly inFlight = new Map<AbortSignal, Set<AbortController>>();
+
   constructor(
-    private readonly runs: RunRepository,
-    private readonly webhooks: WebhookRunner,
-    private readonly kafka: KafkaRunner,
+    private readonly runs: RunLedger,
+    private readonly webhooks: TargetRunner<WebhookTarget>,
+    private readonly kafka: TargetRunner<KafkaTarget>,
     private readonly sink: FireOutcomeSink,
     private readonly opts: ExecutorOptions,
     private readonly events: ExecutorEvents = {},
-  ) {}
+  ) {
+    this.now = opts.now ?? (() => new Date());
+    this.random = opts.random ?? Math.random;
+  }
 
-  /** Executes one fire; never throws for target failures (they become outcomes). */
-  async execute(fire: FireEvent, stopping: AbortSignal): Promise<ExecutionReport> {
+  /** Executes one delivery of a fire; target failures become outcomes, infrastructure failures throw. */
+  async execute(fire: FireEvent, stopping: AbortSignal, ctx: DeliveryContext = {}): Promise<ExecutionReport> {
+    const now = this.now();
+    const early = fire.scheduledFor.getTime() - now.getTime();
+    // A scheduler with a lookahead publishes fires before their time; they still run on time.
+    if (early > 0) return { kind: 'later', afterMs: early, why: 'scheduled in the future' };
+    if (now.getTime() - fire.scheduledFor.getTime() > this.opts.runRetentionMs) {
+      const detail = `scheduled for ${fire.scheduledFor.toISOString()}, older than the run retention (${this.opts.runRetentionMs} ms): its run record may be gone, so running it could run it twice`;
+      await this.sink.deadLetter(fire, 'OLDER_THAN_RUN_RETENTION', detail, ctx.source);
+      this.events.onDeadLettered?.(fire, 'OLDER_THAN_RUN_RETENTION', detail);
+      return { kind: 'duplicate', reason: 'OLDER_THAN_RUN_RETENTION' };
+    }
+
     const start = await this.runs.beginRun(fire, this.opts.owner, this.opts.runLeaseMs);
-    if (start.action === 'skip') {
-      if (start.reason === 'ALREADY_FINAL') {
-        // Re-publish the recorded result: a crash may have come between recording it and publishing it.
-        const run = await this.runs.findRun(fire);
-        if (run) await this.sink.publishResult(resultFromRun(run));
-      }
-      this.events.onDuplicate?.(fire, start.reason);
-      return { kind: 'duplicate', reason: start.reason };
+    if (start.action === 'skip') return this.onSkip(fire, start, ctx);
+
+    const key: FireKey = { jobId: fire.jobId, fenceToken: fire.fenceToken };
+    const attempt = start.attempt;
+    const current: FireEvent = attempt === fire.attempt ? fire : { ...fire, attempt };
+    const startedAt = this.now();
+
+    if (!start.retryPolicy) {
+      // The job was deleted after this fire was claimed: its owner no longer wants it run.
+      const detail = `job ${fire.jobId} no longer exists`;
+      return this.finish(
+        current,
+        key,
+        start.leaseToken,
+        startedAt,
+        { ok: false, httpStatus: null, error: detail, retryable: false },
+        { kind: 'dead-letter', reason: 'UNKNOWN_JOB', detail },
+        ctx,
+      );
+    }
+    const policy = start.retryPolicy;
+    if (attempt > 1 && startedAt.getTime() - fire.scheduledFor.getTime() > policy.maxEventAgeMs) {
+      const detail = `attempt ${attempt} would start ${startedAt.getTime() - fire.scheduledFor.getTime()} ms after the scheduled time, beyond max_event_age_ms=${policy.maxEventAgeMs}`;
+      return this.finish(
+        current,
+        key,
+        start.leaseToken,
+        startedAt,
+        { ok: false, httpStatus: null, error: detail, retryable: false },
+        { kind: 'dead-letter', reason: 'MAX_EVENT_AGE', detail },
+        ctx,
+      );
     }
 
-    const key = { jobId: fire.jobId, fenceToken: fire.fenceToken };
-    const lease = new AbortController();
-    const heartbeat = setInterval(() => {
-      this.runs
-        .heartbeat(key, start.leaseToken, this.opts.runLeaseMs)
-        .then((held) => {
-          if (!held) lease.abort();
-        })
-        .catch(() => undefined);
-    }, this.opts.heartbeatMs);
-    const startedAt = new Date();
-    let outcome: AttemptOutcome;
-    try {
-      outcome = await this.callTarget(fire, AbortSignal.any([lease.signal, stopping]));
-    } finally {
-      clearInterval(heartbeat);
+    const { outcome, leaseUnconfirmed } = await this.callWithLease(current, key, start.leaseToken, stopping);
+    if (outcome.aborted) {
+      if (stopping.aborted) {
+        // Give the run up now rather than making the next executor wait out the lease.
+        await this.runs.releaseRun(key, start.leaseToken).catch(() => undefined);
+        return { kind: 'abandoned' };
+      }
+      // The ledger could not be reached for a whole lease: nobody else may hold this run, so keep
+      // the delivery and try again (taking the expired lease over) rather than acknowledge it.
+      if (leaseUnconfirmed)
+        return { kind: 'later', afterMs: LEDGER_UNREACHABLE_RETRY_MS, why: 'run ledger unreachable' };
+      this.events.onLeaseLost?.(fire);
+      return { kind: 'lease-lost' };
     }
-    const finishedAt = new Date();
-    const status = outcome.ok ? 'SUCCEEDED' : 'DEAD_LETTERED';
-    const recorded = await this.runs.completeRun(key, start.leaseToken, { status, httpStatus: outcome.httpStatus, error: outcome.error });
+    return this.finish(
+      current,
+      key,
+      start.leaseToken,
+      startedAt,
+      outcome,
+      this.decide(current, attempt, policy, outcome),
+      ctx,
+    );
+  }
+
+  private decide(
+    fire: FireEvent,
+    attempt: number,
+    policy: RetryPolicy,
+    outcome: AttemptOutcome,
+  ): FinalDecision {
+    if (outcome.ok) return { kind: 'succeeded' };
+    const plan = planRetry({
+      outcome,
+      attempt,
+      policy,
+      scheduledFor: fire.scheduledFor,
+      now: this.now(),
+      random: this.random,
+    });
+    return plan.kind === 'retry' ? { kind: 'retry', notBefore: plan.notBefore } : plan;
+  }
+
+  /** Records the outcome under the lease, hands the run on, and publishes the attempt's result. */
+  private async finish(
+    fire: FireEvent,
+    key: FireKey,
+    leaseToken: string,
+    startedAt: Date,
+    outcome: AttemptOutcome,
+    decision: FinalDecision,
+    ctx: DeliveryContext,
+  ): Promise<ExecutionReport> {
+    const finishedAt = this.now();
+    const status: FireOutcome =
+      decision.kind === 'succeeded' ? 'SUCCEEDED' : decision.kind === 'retry' ? 'RETRYING' : 'DEAD_LETTERED';
+    const error = decision.kind === 'dead-letter' ? `${decision.reason}: ${decision.detail}` : outcome.error;
+    const recorded = await this.runs.completeRun(key, leaseToken, {
+      status: status === 'SUCCEEDED' ? 'SUCCEEDED' : status === 'RETRYING' ? 'RETRYING' : 'DEAD_LETTERED',
+      httpStatus: outcome.httpStatus,
+      error,
+      nextAttemptAt: decision.kind === 'retry' ? decision.notBefore : null,
+    });
     if (!recorded) {
       // Our lease was taken over while we worked: the new holder owns the outcome.
       this.events.onLeaseLost?.(fire);
       return { kind: 'lease-lost' };
     }
-    if (!outcome.ok) await this.sink.deadLetter(fire, outcome.error ?? 'failed');
+    if (decision.kind === 'retry') {
+      await this.sink.scheduleRetry(
+        { ...fire, attempt: fire.attempt + 1 },
+        decision.notBefore,
+        outcome.error ?? 'failed',
+      );
+      await this.runs.markHandedOff(key, 'RETRYING', fire.attempt);
+    } else if (decision.kind === 'dead-letter') {
+      await this.sink.deadLetter(fire, decision.reason, decision.detail, ctx.source);
+      await this.runs.markHandedOff(key, 'DEAD_LETTERED', fire.attempt);
+      this.events.onDeadLettered?.(fire, decision.reason, decision.detail);
+    }
     const result: FireResult = {
       jobId: fire.jobId,
       tenantId: fire.tenantId,
@@ -92,7 +219,7 @@ export class FireExecutor {
       attempt: fire.attempt,
       outcome: status,
       httpStatus: outcome.httpStatus,
-      error: outcome.error,
+      error,
       durationMs: finishedAt.getTime() - startedAt.getTime(),
     };
     await this.sink.publishResult(result);
@@ -100,26 +227,123 @@ export class FireExecutor {
     return { kind: 'executed', outcome: status, result };
   }
 
-  private callTarget(fire: FireEvent, signal: AbortSignal): Promise<AttemptOutcome> {
-    const req: TargetRequest = {
-      jobId: fire.jobId,
-      tenantId: fire.tenantId,
-      fenceToken: fire.fenceToken,
-      fireId: fire.fireId,
-      scheduledFor: fire.scheduledFor,
-      attempt: fire.attempt,
-      body: fire.payload === null ? null : JSON.stringify(fire.payload),
-    };
-    switch (fire.target.type) {
-      case 'webhook':
-        return this.webhooks.run(fire.target, req, signal);
-      case 'kafka':
-        return this.kafka.run(fire.target, req);
+  /** A delivery that may not run: finish any hand-off a crash left undone, or come back later. */
+  private async onSkip(
+    fire: FireEvent,
+    start: Extract<RunStart, { action: 'skip' }>,
+    ctx: DeliveryContext,
+  ): Promise<ExecutionReport> {
+    const run = start.run;
+    const key: FireKey = { jobId: fire.jobId, fenceToken: fire.fenceToken };
+    if (start.reason === 'LEASE_HELD') {
+      // Someone is running it. Do not acknowledge this delivery: if the holder dies, this copy
+      // is what takes the run over once the lease expires.
+      return {
+        kind: 'later',
+        afterMs: (run?.leaseRemainingMs ?? 0) + LEASE_RECHECK_MARGIN_MS,
+        why: 'run lease held elsewhere',
+      };
     }
+    if (run && !run.handedOffAt && (run.status === 'RETRYING' || run.status === 'DEAD_LETTERED')) {
+      const recorded: FireEvent = { ...fire, attempt: run.attempt };
+      if (run.status === 'RETRYING') {
+        await this.sink.scheduleRetry(
+          { ...recorded, attempt: run.attempt + 1 },
+          run.nextAttemptAt ?? this.now(),
+          run.error ?? 'failed',
+        );
+      } else {
+        const [reason, ...rest] = (run.error ?? 'NON_RETRYABLE: failed').split(': ');
+        await this.sink.deadLetter(
+          recorded,
+          (reason ?? 'NON_RETRYABLE') as DeadLetterReason,
+          rest.join(': '),
+          ctx.source,
+        );
+      }
+      await this.runs.markHandedOff(key, run.status, run.attempt);
+    }
+    // The recorded result may not have been published before a crash: publish it again.
+    if (run && run.status !== 'RETRYING') await this.sink.publishResult(resultOfRun(run));
+    this.events.onDuplicate?.(fire, start.reason);
+    return { kind: 'duplicate', reason: start.reason };
+  }
+
+  /** Calls the target while extending the lease; a lost lease aborts the call. */
+  private async callWithLease(
+    fire: FireEvent,
+    key: FireKey,
+    leaseToken: string,
+    stopping: AbortSignal,
+  ): Promise<{ outcome: AttemptOutcome; leaseUnconfirmed: boolean }> {
+    // One controller per call, aborted by the lease heartbeat or by `stopping`. Calls are tracked
+    // in a set per `stopping` signal (one listener each) rather than each adding a listener to it:
+    // with a thousand calls in flight, per-call listeners make every removal a linear scan.
+    const call = new AbortController();
+    const untrack = this.track(stopping, call);
+    let lastHeld = Date.now();
+    let leaseUnconfirmed = false;
+    const heartbeat = setInterval(() => {
+      this.runs
+        .heartbeat(key, leaseToken, this.opts.runLeaseMs)
+        .then((held) => {
+          if (held) lastHeld = Date.now();
+          else call.abort();
+        })
+        .catch(() => {
+          // Cannot reach the ledger: once the lease must have run out, stop as if it were lost.
+          if (Date.now() - lastHeld >= this.opts.runLeaseMs) {
+            leaseUnconfirmed = !call.signal.aborted;
+            call.abort();
+          }
+        });
+    }, this.opts.heartbeatMs);
+    const signal = call.signal;
+    try {
+      const req: TargetRequest = {
+        jobId: fire.jobId,
+        tenantId: fire.tenantId,
+        fenceToken: fire.fenceToken,
+        fireId: fire.fireId,
+        scheduledFor: fire.scheduledFor,
+        attempt: fire.attempt,
+        body: fire.payload === null ? null : JSON.stringify(fire.payload),
+      };
+      const outcome =
+        fire.target.type === 'webhook'
+          ? await this.webhooks.run(fire.target, req, signal)
+          : await this.kafka.run(fire.target, req, signal);
+      return { outcome, leaseUnconfirmed };
+    } finally {
+      clearInterval(heartbeat);
+      untrack();
+    }
+  }
+
+  /** Registers a call to be aborted when `stopping` fires; returns the unregistration. */
+  private track(stopping: AbortSignal, call: AbortController): () => void {
+    if (stopping.aborted) {
+      call.abort();
+      return () => undefined;
+    }
+    let calls = this.inFlight.get(stopping);
+    if (!calls) {
+      const set = new Set<AbortController>();
+      calls = set;
+      this.inFlight.set(stopping, set);
+      stopping.addEventListener('abort', () => set.forEach((c) => c.abort()), { once: true });
+    }
+    calls.add(call);
+    return () => calls.delete(call);
   }
 }
 
-function resultFromRun(run: Run): FireResult {
+type FinalDecision =
+  | { readonly kind: 'succeeded' }
+  | { readonly kind: 'retry'; readonly notBefore: Date }
+  | { readonly kind: 'dead-letter'; readonly reason: DeadLetterReason; readonly detail: string };
+
+function resultOfRun(run: RunState): FireResult {
   const startedAt = run.startedAt ?? run.scheduledFor;
   const finishedAt = run.finishedAt ?? startedAt;
   return {

@@ -1,5 +1,46 @@
 export type { AttemptOutcome, TargetRequest, TargetRunner } from './attempt';
-export { WebhookRunner } from './webhook-runner';
+export { WebhookRunner, parseRetryAfter, type WebhookRunnerOptions } from './webhook-runner';
 export { KafkaRunner } from './kafka-runner';
-export { FireExecutor, type ExecutorOptions, type ExecutionReport, type ExecutorEvents, type FireOutcomeSink } from './fire-executor';
-export { FireBatchHandler, KafkaOutcomeSink, Slots, type FireConsumerEvents } from './fire-consumer';
+export { BatchingProducer, type BatchingOptions } from './batching-producer';
+export {
+  DestinationGuard,
+  DestinationRefusedError,
+  classifyAddress,
+  parseAddress,
+  parseAllowList,
+  parseCidr,
+  type AddressClass,
+  type AllowEntry,
+} from './destination-guard';
+export { guardedConnector, guardedLookup, type Resolver } from './webhook-connector';
+export { WebhookSigner, decodeWebhookSecret, DEFAULT_TENANT_SECRETS } from './webhook-signer';
+export {
+  backoffCapMs,
+  fullJitterDelayMs,
+  pickRetryTier,
+  planRetry,
+  type DeadLetterReason,
+  type RetryDecision,
+  type RetryTier,
+} from './retry-plan';
+export {
+  FireExecutor,
+  type DeliveryContext,
+  type ExecutionReport,
+  type ExecutorEvents,
+  type ExecutorOptions,
+  type RunLedger,
+} from './fire-executor';
+export { HEADERS, KafkaOutcomeSink, sourceOf, type FireOutcomeSink, type SinkTopics } from './outcome-sink';
+export { Slots } from './slots';
+export { Coalescer, CoalescingLedger, type BatchRunStore } from './coalescing-ledger';
+export {
+  PartitionFlow,
+  type FlowControl,
+  type FlowEvents,
+  type FlowStats,
+  type MessageProcessor,
+  type ProcessResult,
+} from './partition-flow';
+export { FireMessageProcessor, type FireProcessorEvents } from './fire-processor';
+export { RunPurger, type RunPurgerOptions, type RunPurgeStore } from './run-purger';

@@ -34,8 +34,11 @@ export interface InboundBatch {
   heartbeat(): Promise<void>;
   /** False once the consumer is stopping or the partition was revoked: stop work on this batch. */
   isActive(): boolean;
-  /** Commits what was marked processed now rather than on the next interval. */
-  commit(): Promise<void>;
+  /**
+   * Commits what was marked processed if the auto-commit interval has passed; with `force`,
+   * commits it now whatever the interval (e.g. before leaving the group).
+   */
+  commit(opts?: { readonly force?: boolean }): Promise<void>;
 }
 
 export interface ConsumerHandlers {
@@ -57,6 +60,11 @@ export interface ConsumerOptions {
   readonly maxBytesPerPartition?: number;
   /** How many partitions' batches are handled at once. */
   readonly partitionsConsumedConcurrently?: number;
+  /**
+   * Longest a fetch waits for data (default 5000 ms). kafkajs also sleeps this long when every
+   * assigned partition is paused, so a consumer that pauses partitions for flow control wants it short.
+   */
+  readonly maxWaitTimeMs?: number;
 }
 
 export interface MessageConsumer {

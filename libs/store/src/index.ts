@@ -8,8 +8,14 @@ export {
   type ClaimRequest,
   type ClaimResult,
   type ClaimedFire,
+  type ClaimSkip,
 } from './repositories/fire.repository';
 export { ShardLeaseRepository } from './repositories/shard-lease.repository';
+export {
+  ClusterStatsRepository,
+  type ShardBacklog,
+  type ShardOutbox,
+} from './repositories/cluster-stats.repository';
 export {
   RunRepository,
   type RunStart,

@@ -71,6 +71,7 @@ class KafkajsBus implements MessageBus {
       sessionTimeout: opts.sessionTimeoutMs ?? 30_000,
       heartbeatInterval: opts.heartbeatIntervalMs ?? 3_000,
       maxBytesPerPartition: opts.maxBytesPerPartition ?? 1_048_576,
+      ...(opts.maxWaitTimeMs !== undefined ? { maxWaitTimeInMs: opts.maxWaitTimeMs } : {}),
       allowAutoTopicCreation: false,
       retry: { retries: 10 },
     });
@@ -148,7 +149,7 @@ class KafkajsConsumer implements MessageConsumer {
       autoCommitInterval: 1_000,
       eachBatchAutoResolve: false,
       partitionsConsumedConcurrently: this.concurrency,
-      eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale, commitOffsetsIfNecessary }) => {
+      eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale, commitOffsetsIfNecessary, uncommittedOffsets }) => {
         await handlers.onBatch({
           topic: batch.topic,
           partition: batch.partition,
@@ -164,7 +165,7 @@ class KafkajsConsumer implements MessageConsumer {
           markProcessed: (offset) => resolveOffset(offset),
           heartbeat,
           isActive: () => isRunning() && !isStale() && !this.stopping,
-          commit: () => commitOffsetsIfNecessary(),
+          commit: (opts) => (opts?.force ? commitOffsetsIfNecessary(uncommittedOffsets()) : commitOffsetsIfNecessary()),
         });
       },
     });

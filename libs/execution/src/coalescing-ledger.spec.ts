@@ -1,0 +1,63 @@
+import { Coalescer } from './coalescing-ledger';
+
+const tick = () => new Promise((r) => setImmediate(r));
+
+describe('Coalescer', () => {
+  it('runs items submitted together as one batch and hands each caller its own result', async () => {
+    const batches: number[][] = [];
+    const c = new Coalescer<number, string>(
+      async (items) => {
+        batches.push(items);
+        return items.map((i) => `r${i}`);
+      },
+      { maxBatch: 10, maxInFlight: 1 },
+    );
+    const results = await Promise.all([1, 2, 3].map((i) => c.submit(i)));
+    expect(results).toEqual(['r1', 'r2', 'r3']);
+    expect(batches).toEqual([[1, 2, 3]]);
+  });
+
+  it('caps batch size and statements in flight; waiting items join the next batch', async () => {
+    const batches: number[][] = [];
+    let release: (() => void) | undefined;
+    let running = 0;
+    let maxRunning = 0;
+    const c = new Coalescer<number, number>(
+      async (items) => {
+        batches.push(items);
+        running++;
+        maxRunning = Math.max(maxRunning, running);
+        await new Promise<void>((r) => (release = r));
+        running--;
+        return items;
+      },
+      { maxBatch: 2, maxInFlight: 1 },
+    );
+    const all = [1, 2, 3, 4, 5].map((i) => c.submit(i));
+    await tick();
+    expect(batches).toEqual([[1, 2]]);
+    for (let i = 0; i < 3; i++) {
+      release!();
+      await tick();
+      await tick();
+    }
+    expect(await Promise.all(all)).toEqual([1, 2, 3, 4, 5]);
+    expect(batches).toEqual([[1, 2], [3, 4], [5]]);
+    expect(maxRunning).toBe(1);
+  });
+
+  it('rejects every caller of a failed batch, and keeps working afterwards', async () => {
+    let fail = true;
+    const c = new Coalescer<number, number>(
+      async (items) => {
+        if (fail) throw new Error('database down');
+        return items;
+      },
+      { maxBatch: 10, maxInFlight: 2 },
+    );
+    const r = await Promise.allSettled([c.submit(1), c.submit(2)]);
+    expect(r.map((x) => x.status)).toEqual(['rejected', 'rejected']);
+    fail = false;
+    expect(await c.submit(3)).toBe(3);
+  });
+});

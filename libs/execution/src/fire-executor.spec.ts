@@ -1,0 +1,250 @@
+/**
+ * The executor's rules in isolation (the ledger, sink and target are scripted here; the real
+ * ones are exercised by test/integration and test/e2e): record before hand-off, nothing produced
+ * when fenced out, hand-offs repaired on re-delivery, and what is (not) acknowledged.
+ */
+import type {
+  FireEvent,
+  FireKey,
+  FireResult,
+  KafkaTarget,
+  RetryPolicy,
+  WebhookTarget,
+} from '@tickwork/domain';
+import type { RunCompletion, RunStart, RunState } from '@tickwork/store';
+import type { AttemptOutcome, TargetRequest, TargetRunner } from './attempt';
+import { FireExecutor, type RunLedger } from './fire-executor';
+import type { FireOutcomeSink } from './outcome-sink';
+import type { DeadLetterReason } from './retry-plan';
+
+const policy: RetryPolicy = {
+  maxAttempts: 3,
+  initialBackoffMs: 1_000,
+  multiplier: 2,
+  maxBackoffMs: 60_000,
+  maxEventAgeMs: 3_600_000,
+};
+const target: WebhookTarget = {
+  type: 'webhook',
+  url: 'https://example.com/x',
+  method: 'POST',
+  headers: {},
+  timeoutMs: 1_000,
+  successStatus: { min: 200, max: 299 },
+};
+const now = new Date('2026-06-01T12:00:00Z');
+const fire: FireEvent = {
+  jobId: 'j',
+  tenantId: 't',
+  fenceToken: 4,
+  fireId: 'j:4',
+  scheduledFor: now,
+  nominalTime: now,
+  attempt: 1,
+  target,
+  payload: { a: 1 },
+};
+
+class Script implements RunLedger, FireOutcomeSink {
+  readonly log: string[] = [];
+  start: RunStart = {
+    action: 'execute',
+    leaseToken: 'L1',
+    takenOver: false,
+    attempt: 1,
+    retryPolicy: policy,
+  };
+  completes = true;
+  heartbeatResult: boolean | Error = true;
+
+  async beginRun(): Promise<RunStart> {
+    this.log.push('begin');
+    return this.start;
+  }
+  async heartbeat(): Promise<boolean> {
+    this.log.push('heartbeat');
+    if (this.heartbeatResult instanceof Error) throw this.heartbeatResult;
+    return this.heartbeatResult;
+  }
+  async completeRun(_k: FireKey, token: string, o: RunCompletion): Promise<boolean> {
+    this.log.push(
+      `complete ${o.status} ${token}${o.nextAttemptAt ? ` next=${o.nextAttemptAt.toISOString()}` : ''}`,
+    );
+    return this.completes;
+  }
+  async markHandedOff(_k: FireKey, status: string, attempt: number): Promise<void> {
+    this.log.push(`handed-off ${status} ${attempt}`);
+  }
+  async releaseRun(): Promise<void> {
+    this.log.push('release');
+  }
+  async publishResult(r: FireResult): Promise<void> {
+    this.log.push(`result ${r.attempt} ${r.outcome}`);
+  }
+  async scheduleRetry(f: FireEvent, notBefore: Date): Promise<void> {
+    this.log.push(`retry attempt=${f.attempt} at=${notBefore.toISOString()}`);
+  }
+  async deadLetter(f: FireEvent, reason: DeadLetterReason): Promise<void> {
+    this.log.push(`dlq ${reason} attempt=${f.attempt}`);
+  }
+}
+
+class Target implements TargetRunner<WebhookTarget>, TargetRunner<KafkaTarget> {
+  calls: TargetRequest[] = [];
+  answer: (signal: AbortSignal) => Promise<AttemptOutcome> = async () => ({
+    ok: true,
+    httpStatus: 200,
+    error: null,
+    retryable: false,
+  });
+  run(_t: WebhookTarget | KafkaTarget, req: TargetRequest, signal: AbortSignal): Promise<AttemptOutcome> {
+    this.calls.push(req);
+    return this.answer(signal);
+  }
+}
+
+function setup(opts: { leaseMs?: number; heartbeatMs?: number } = {}) {
+  const s = new Script();
+  const t = new Target();
+  const ex = new FireExecutor(s, t, t, s, {
+    owner: 'me',
+    runLeaseMs: opts.leaseMs ?? 30_000,
+    heartbeatMs: opts.heartbeatMs ?? 10_000,
+    runRetentionMs: 30 * 86_400_000,
+    now: () => now,
+    random: () => 0.5,
+  });
+  return { s, t, ex, stop: new AbortController() };
+}
+
+const hanging = (signal: AbortSignal) =>
+  new Promise<AttemptOutcome>((resolve) =>
+    signal.addEventListener('abort', () =>
+      resolve({ ok: false, httpStatus: null, error: 'ABORTED', retryable: true, aborted: true }),
+    ),
+  );
+
+describe('FireExecutor', () => {
+  it('records a retry before handing it off, then publishes the attempt result', async () => {
+    const { s, t, ex, stop } = setup();
+    t.answer = async () => ({ ok: false, httpStatus: 503, error: 'HTTP 503', retryable: true });
+    expect(await ex.execute(fire, stop.signal)).toMatchObject({ kind: 'executed', outcome: 'RETRYING' });
+    expect(s.log).toEqual([
+      'begin',
+      'complete RETRYING L1 next=2026-06-01T12:00:00.500Z',
+      'retry attempt=2 at=2026-06-01T12:00:00.500Z',
+      'handed-off RETRYING 1',
+      'result 1 RETRYING',
+    ]);
+  });
+
+  it('produces nothing when its completion is fenced out', async () => {
+    const { s, ex, stop } = setup();
+    s.completes = false;
+    expect(await ex.execute(fire, stop.signal)).toEqual({ kind: 'lease-lost' });
+    expect(s.log).toEqual(['begin', 'complete SUCCEEDED L1']);
+  });
+
+  it('aborts the call when a heartbeat finds the lease taken, and records nothing', async () => {
+    const { s, t, ex, stop } = setup({ heartbeatMs: 10 });
+    s.heartbeatResult = false;
+    t.answer = hanging;
+    expect(await ex.execute(fire, stop.signal)).toEqual({ kind: 'lease-lost' });
+    expect(s.log).toEqual(['begin', 'heartbeat']);
+  });
+
+  it('keeps the delivery when the ledger was unreachable for a whole lease', async () => {
+    const { s, t, ex, stop } = setup({ leaseMs: 30, heartbeatMs: 10 });
+    s.heartbeatResult = new Error('connection refused');
+    t.answer = hanging;
+    const r = await ex.execute(fire, stop.signal);
+    expect(r).toMatchObject({ kind: 'later', why: 'run ledger unreachable' });
+    expect(s.log.filter((l) => !l.startsWith('heartbeat'))).toEqual(['begin']);
+  });
+
+  it('on stop, aborts the call, releases the lease and does not acknowledge', async () => {
+    const { s, t, ex, stop } = setup();
+    t.answer = hanging;
+    const running = ex.execute(fire, stop.signal);
+    await new Promise((r) => setImmediate(r));
+    stop.abort();
+    expect(await running).toEqual({ kind: 'abandoned' });
+    expect(s.log).toEqual(['begin', 'release']);
+  });
+
+  it('dead-letters a deleted job without calling it', async () => {
+    const { s, t, ex, stop } = setup();
+    s.start = { action: 'execute', leaseToken: 'L1', takenOver: false, attempt: 1, retryPolicy: null };
+    expect(await ex.execute(fire, stop.signal)).toMatchObject({ kind: 'executed', outcome: 'DEAD_LETTERED' });
+    expect(t.calls).toHaveLength(0);
+    expect(s.log).toEqual([
+      'begin',
+      'complete DEAD_LETTERED L1',
+      'dlq UNKNOWN_JOB attempt=1',
+      'handed-off DEAD_LETTERED 1',
+      'result 1 DEAD_LETTERED',
+    ]);
+  });
+
+  it('acts as the attempt it took over, and gives up on the last one', async () => {
+    const { s, t, ex, stop } = setup();
+    s.start = { action: 'execute', leaseToken: 'L2', takenOver: true, attempt: 3, retryPolicy: policy };
+    t.answer = async () => ({ ok: false, httpStatus: 500, error: 'HTTP 500', retryable: true });
+    await ex.execute(fire, stop.signal);
+    expect(t.calls[0]!.attempt).toBe(3);
+    expect(s.log).toContain('dlq RETRIES_EXHAUSTED attempt=3');
+  });
+
+  it('repairs a hand-off a crash left undone, on re-delivery', async () => {
+    const { s, t, ex, stop } = setup();
+    const run: RunState = {
+      jobId: 'j',
+      fenceToken: 4,
+      tenantId: 't',
+      fireId: 'j:4',
+      scheduledFor: now,
+      nominalTime: now,
+      attempt: 2,
+      status: 'RETRYING',
+      leaseOwner: 'dead',
+      leaseExpiresAt: null,
+      startedAt: now,
+      finishedAt: now,
+      httpStatus: 503,
+      error: 'HTTP 503',
+      nextAttemptAt: new Date('2026-06-01T12:00:09Z'),
+      handedOffAt: null,
+      leaseRemainingMs: 0,
+    };
+    s.start = { action: 'skip', reason: 'RETRY_SCHEDULED', status: 'RETRYING', run };
+    expect(await ex.execute({ ...fire, attempt: 2 }, stop.signal)).toEqual({
+      kind: 'duplicate',
+      reason: 'RETRY_SCHEDULED',
+    });
+    expect(s.log).toEqual(['begin', 'retry attempt=3 at=2026-06-01T12:00:09.000Z', 'handed-off RETRYING 2']);
+    expect(t.calls).toHaveLength(0);
+
+    s.log.length = 0;
+    s.start = {
+      action: 'skip',
+      reason: 'RETRY_SCHEDULED',
+      status: 'RETRYING',
+      run: { ...run, handedOffAt: now },
+    };
+    await ex.execute({ ...fire, attempt: 2 }, stop.signal);
+    expect(s.log).toEqual(['begin']);
+  });
+
+  it('does not acknowledge a delivery whose run is leased elsewhere: comes back when the lease would expire', async () => {
+    const { s, ex, stop } = setup();
+    s.start = { action: 'skip', reason: 'LEASE_HELD', status: 'RUNNING', run: null };
+    expect(await ex.execute(fire, stop.signal)).toMatchObject({ kind: 'later', afterMs: 50 });
+  });
+
+  it('holds a fire published ahead of its time', async () => {
+    const { s, ex, stop } = setup();
+    const r = await ex.execute({ ...fire, scheduledFor: new Date(now.getTime() + 1_500) }, stop.signal);
+    expect(r).toMatchObject({ kind: 'later', afterMs: 1_500 });
+    expect(s.log).toEqual([]);
+  });
+});

@@ -1,0 +1,130 @@
+/**
+ * Where the executor's messages go: attempt results to fire-results, retries to the tiered retry
+ * topics (attempt and not-before in headers), and dead letters — the full fire, replayable — to
+ * the DLQ with the reason. Undecodable input is dead-lettered as raw bytes with its origin.
+ */
+import type { FireEvent, FireResult } from '@tickwork/domain';
+import type { EventCodecs, InboundMessage } from '@tickwork/messaging';
+import type { BatchingProducer } from './batching-producer';
+import { pickRetryTier, type DeadLetterReason, type RetryTier } from './retry-plan';
+
+/** Header names on retry and dead-letter messages. */
+export const HEADERS = {
+  fireId: 'tickwork-fire-id',
+  attempt: 'tickwork-attempt',
+  notBefore: 'tickwork-not-before',
+  retryTier: 'tickwork-retry-tier',
+  lastError: 'tickwork-last-error',
+  outcome: 'tickwork-outcome',
+  dlqReason: 'tickwork-dlq-reason',
+  dlqError: 'tickwork-dlq-error',
+  source: 'tickwork-source',
+  deadLetteredAt: 'tickwork-dead-lettered-at',
+} as const;
+
+export interface SinkTopics {
+  readonly fireResults: string;
+  readonly deadLetters: string;
+  readonly retryTiers: readonly RetryTier[];
+}
+
+/** What the executor sends out; implemented over Kafka by KafkaOutcomeSink. */
+export interface FireOutcomeSink {
+  publishResult(result: FireResult): Promise<void>;
+  scheduleRetry(fire: FireEvent, notBefore: Date, lastError: string): Promise<void>;
+  deadLetter(fire: FireEvent, reason: DeadLetterReason, detail: string, source?: string): Promise<void>;
+}
+
+export class KafkaOutcomeSink implements FireOutcomeSink {
+  constructor(
+    private readonly producer: BatchingProducer,
+    private readonly codecs: EventCodecs,
+    private readonly topics: SinkTopics,
+    private readonly now: () => Date = () => new Date(),
+  ) {}
+
+  /** Publishes one attempt's result, keyed by job id. */
+  async publishResult(result: FireResult): Promise<void> {
+    const value = await this.codecs.encodeResult(this.topics.fireResults, result);
+    await this.producer.send(this.topics.fireResults, {
+      key: result.jobId,
+      value,
+      headers: {
+        [HEADERS.fireId]: result.fireId,
+        [HEADERS.outcome]: result.outcome,
+        [HEADERS.attempt]: String(result.attempt),
+      },
+    });
+  }
+
+  /** Puts the fire (already carrying its next attempt number) on the retry tier for its delay. */
+  async scheduleRetry(fire: FireEvent, notBefore: Date, lastError: string): Promise<void> {
+    const tier = pickRetryTier(
+      this.topics.retryTiers,
+      Math.max(0, notBefore.getTime() - this.now().getTime()),
+    );
+    const value = await this.codecs.encodeFire(tier.topic, fire);
+    await this.producer.send(tier.topic, {
+      key: fire.jobId,
+      value,
+      headers: {
+        [HEADERS.fireId]: fire.fireId,
+        [HEADERS.attempt]: String(fire.attempt),
+        [HEADERS.notBefore]: String(notBefore.getTime()),
+        [HEADERS.retryTier]: String(tier.delayMs),
+        [HEADERS.lastError]: lastError.slice(0, 1000),
+      },
+    });
+  }
+
+  /** Dead-letters the full fire (replayable as is) with the reason code and detail. */
+  async deadLetter(
+    fire: FireEvent,
+    reason: DeadLetterReason,
+    detail: string,
+    source?: string,
+  ): Promise<void> {
+    const value = await this.codecs.encodeFire(this.topics.deadLetters, fire);
+    await this.producer.send(this.topics.deadLetters, {
+      key: fire.jobId,
+      value,
+      headers: {
+        [HEADERS.fireId]: fire.fireId,
+        [HEADERS.attempt]: String(fire.attempt),
+        [HEADERS.dlqReason]: reason,
+        [HEADERS.dlqError]: detail.slice(0, 1000),
+        [HEADERS.deadLetteredAt]: this.now().toISOString(),
+        ...(source ? { [HEADERS.source]: source } : {}),
+      },
+    });
+  }
+
+  /** Forwards undecodable bytes untouched, with the reason and where they came from. */
+  async deadLetterRaw(message: InboundMessage, detail: string): Promise<void> {
+    await this.producer.send(this.topics.deadLetters, {
+      key: message.key,
+      value: message.value,
+      headers: {
+        ...message.headers,
+        [HEADERS.dlqReason]: 'UNDECODABLE' satisfies DeadLetterReason,
+        [HEADERS.dlqError]: detail.slice(0, 1000),
+        [HEADERS.deadLetteredAt]: this.now().toISOString(),
+        [HEADERS.source]: sourceOf(message),
+      },
+    });
+  }
+
+  /** Re-enqueues a retry message on its own tier unchanged (its not-before is beyond the tier's reach). */
+  async requeue(message: InboundMessage): Promise<void> {
+    await this.producer.send(message.topic, {
+      key: message.key,
+      value: message.value,
+      headers: message.headers,
+    });
+  }
+}
+
+/** `topic/partition/offset` of a message, for dead-letter headers and logs. */
+export function sourceOf(m: InboundMessage): string {
+  return `${m.topic}/${m.partition}/${m.offset}`;
+}

@@ -1,0 +1,225 @@
+/**
+ * The run ledger's executor side against real PostgreSQL: the job's retry policy read with the
+ * lease, unknown jobs, RETRYING runs taken by the next attempt only, hand-off markers, lease
+ * release, and the retention purge (batched, skipping rows locked by the hot path).
+ */
+import type { FireEvent } from '@tickwork/domain';
+import { RunRepository } from '@tickwork/store';
+import { testDatabase, type TestDatabase } from '../support/db';
+import { fireOf, insertJob, quickRetry, webhook } from '../e2e/executor-harness';
+
+describe('run ledger for the executor', () => {
+  let db: TestDatabase;
+  let runs: RunRepository;
+  const target = webhook('https://example.com/hook');
+
+  beforeAll(async () => {
+    db = await testDatabase('execledger');
+    runs = new RunRepository(db.pool);
+  });
+  afterAll(async () => db?.close());
+
+  const begin = async (fire: FireEvent, owner = 'exec-a', leaseMs = 30_000) => {
+    const s = await runs.beginRun(fire, owner, leaseMs);
+    return s;
+  };
+
+  it('reads the job retry policy with the lease, and reports a job that no longer exists', async () => {
+    await insertJob(db.pool, 'pol-1', target, quickRetry({ maxAttempts: 7 }));
+    const s = await begin(fireOf('pol-1', target));
+    expect(s).toMatchObject({
+      action: 'execute',
+      takenOver: false,
+      attempt: 1,
+      retryPolicy: { maxAttempts: 7, initialBackoffMs: 300 },
+    });
+    const gone = await begin(fireOf('never-existed', target));
+    expect(gone).toMatchObject({ action: 'execute', retryPolicy: null });
+  });
+
+  it('lets only a later attempt take a RETRYING run, and hands the retry off once', async () => {
+    await insertJob(db.pool, 'retry-1', target);
+    const fire = fireOf('retry-1', target);
+    const a1 = await begin(fire);
+    if (a1.action !== 'execute') throw new Error('expected execute');
+    const notBefore = new Date(Date.now() + 5_000);
+    expect(
+      await runs.completeRun(fire, a1.leaseToken, {
+        status: 'RETRYING',
+        httpStatus: 503,
+        error: 'HTTP 503',
+        nextAttemptAt: notBefore,
+      }),
+    ).toBe(true);
+
+    // A re-delivery of attempt 1 sees the retry scheduled, not yet handed off.
+    const dup = await begin(fire, 'exec-b');
+    expect(dup).toMatchObject({ action: 'skip', reason: 'RETRY_SCHEDULED', status: 'RETRYING' });
+    if (dup.action !== 'skip') throw new Error('expected skip');
+    expect(dup.run).toMatchObject({ attempt: 1, handedOffAt: null, error: 'HTTP 503' });
+    expect(dup.run?.nextAttemptAt?.getTime()).toBe(notBefore.getTime());
+
+    await runs.markHandedOff(fire, 'RETRYING', 1);
+    const dup2 = await begin(fire, 'exec-b');
+    if (dup2.action !== 'skip') throw new Error('expected skip');
+    expect(dup2.run?.handedOffAt).toBeInstanceOf(Date);
+
+    // Attempt 2 takes it, with a fresh lease; the old token is fenced out.
+    const a2 = await begin({ ...fire, attempt: 2 }, 'exec-c');
+    expect(a2).toMatchObject({ action: 'execute', takenOver: true, attempt: 2 });
+    if (a2.action !== 'execute') throw new Error('expected execute');
+    expect(
+      await runs.completeRun(fire, a1.leaseToken, { status: 'SUCCEEDED', httpStatus: 200, error: null }),
+    ).toBe(false);
+    expect(await begin({ ...fire, attempt: 2 }, 'exec-d')).toMatchObject({
+      action: 'skip',
+      reason: 'LEASE_HELD',
+    });
+    expect(
+      await runs.completeRun(fire, a2.leaseToken, { status: 'SUCCEEDED', httpStatus: 200, error: null }),
+    ).toBe(true);
+    const row = await runs.findRunState(fire);
+    expect(row).toMatchObject({
+      status: 'SUCCEEDED',
+      attempt: 2,
+      httpStatus: 200,
+      nextAttemptAt: null,
+      leaseRemainingMs: 0,
+    });
+  });
+
+  it('a takeover of an expired lease keeps the highest attempt', async () => {
+    await insertJob(db.pool, 'takeover-1', target);
+    const fire = fireOf('takeover-1', target);
+    const a = await begin({ ...fire, attempt: 3 }, 'exec-a', 1_000);
+    if (a.action !== 'execute') throw new Error('expected execute');
+    const held = await begin(fire, 'exec-b');
+    if (held.action !== 'skip') throw new Error('expected skip');
+    expect(held.reason).toBe('LEASE_HELD');
+    expect(held.run!.leaseRemainingMs).toBeGreaterThan(0);
+    expect(held.run!.leaseRemainingMs).toBeLessThanOrEqual(1_000);
+    await db.pool.query(
+      `UPDATE job_runs SET lease_expires_at = now() - interval '1 ms' WHERE job_id = 'takeover-1'`,
+    );
+    expect(await begin(fire, 'exec-b')).toMatchObject({ action: 'execute', takenOver: true, attempt: 3 });
+  });
+
+  it('releases a lease early so the next delivery takes the run at once', async () => {
+    await insertJob(db.pool, 'release-1', target);
+    const fire = fireOf('release-1', target);
+    const a = await begin(fire, 'exec-a', 60_000);
+    if (a.action !== 'execute') throw new Error('expected execute');
+    expect(await begin(fire, 'exec-b')).toMatchObject({ action: 'skip', reason: 'LEASE_HELD' });
+    await runs.releaseRun(fire, a.leaseToken);
+    expect(await begin(fire, 'exec-b')).toMatchObject({ action: 'execute', takenOver: true });
+    expect(await runs.heartbeat(fire, a.leaseToken, 60_000)).toBe(false);
+  });
+
+  it('purges finished runs past the retention in batches, never live ones, skipping locked rows', async () => {
+    const ids = Array.from({ length: 25 }, (_, i) => `purge-${i}`);
+    for (const id of ids) {
+      const f = fireOf(id, target);
+      const s = await begin(f);
+      if (s.action !== 'execute') throw new Error('expected execute');
+      await runs.completeRun(f, s.leaseToken, {
+        status: i(id) % 5 === 0 ? 'DEAD_LETTERED' : 'SUCCEEDED',
+        httpStatus: 200,
+        error: null,
+      });
+    }
+    // Two old runs still in flight must survive; so must recent finished ones.
+    for (const id of ['purge-live-1', 'purge-live-2']) await begin(fireOf(id, target));
+    await db.pool.query(
+      `UPDATE job_runs SET created_at = now() - interval '2 days' WHERE job_id LIKE 'purge-%'`,
+    );
+    await begin(fireOf('purge-recent', target)).then(async (s) => {
+      if (s.action === 'execute')
+        await runs.completeRun(fireOf('purge-recent', target), s.leaseToken, {
+          status: 'SUCCEEDED',
+          httpStatus: 200,
+          error: null,
+        });
+    });
+
+    // A transaction of the hot path holds one old finished row: the purge skips it instead of waiting.
+    const holder = await db.pool.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`SELECT 1 FROM job_runs WHERE job_id = 'purge-3' FOR UPDATE`);
+      const started = Date.now();
+      const first = await runs.purgeFinishedRuns(86_400_000, 10);
+      expect(first).toBe(10);
+      let total = first;
+      for (let n = first; n === 10; total += n) n = await runs.purgeFinishedRuns(86_400_000, 10);
+      expect(Date.now() - started).toBeLessThan(1_500); // lock_timeout is 2 s: it never waited on the row
+      expect(total).toBe(24);
+    } finally {
+      await holder.query('ROLLBACK');
+      holder.release();
+    }
+    const left = await db.pool.query<{ job_id: string; status: string }>(
+      `SELECT job_id, status FROM job_runs WHERE job_id LIKE 'purge-%' ORDER BY job_id`,
+    );
+    expect(left.rows).toEqual([
+      { job_id: 'purge-3', status: 'SUCCEEDED' },
+      { job_id: 'purge-live-1', status: 'RUNNING' },
+      { job_id: 'purge-live-2', status: 'RUNNING' },
+      { job_id: 'purge-recent', status: 'SUCCEEDED' },
+    ]);
+    expect(await runs.purgeFinishedRuns(86_400_000, 10)).toBe(1);
+  });
+});
+
+function i(id: string): number {
+  return Number(id.split('-')[1]);
+}
+
+describe('batched ledger writes', () => {
+  let db: TestDatabase;
+  let runs: RunRepository;
+  const target = webhook('https://example.com/hook');
+
+  beforeAll(async () => {
+    db = await testDatabase('execbatch');
+    runs = new RunRepository(db.pool);
+  });
+  afterAll(async () => db?.close());
+
+  it('begins many runs in one statement, in input order, a fire twice in one batch only once', async () => {
+    await insertJob(db.pool, 'b-1', target, quickRetry({ maxAttempts: 9 }));
+    const already = fireOf('b-2', target);
+    const s = await runs.beginRun(already, 'other', 30_000);
+    if (s.action !== 'execute') throw new Error('expected execute');
+    await runs.completeRun(already, s.leaseToken, { status: 'SUCCEEDED', httpStatus: 200, error: null });
+
+    const f1 = fireOf('b-1', target);
+    const starts = await runs.beginRuns([f1, already, fireOf('b-3', target), f1], 'me', 30_000);
+    expect(starts.map((x) => x.action)).toEqual(['execute', 'skip', 'execute', 'skip']);
+    expect(starts[0]).toMatchObject({ retryPolicy: { maxAttempts: 9 } });
+    expect(starts[1]).toMatchObject({ reason: 'ALREADY_FINAL', status: 'SUCCEEDED' });
+    expect(starts[2]).toMatchObject({ retryPolicy: null });
+    expect(starts[3]).toMatchObject({ reason: 'LEASE_HELD' });
+  });
+
+  it('completes many runs in one statement, fencing out the stale tokens only', async () => {
+    const a = fireOf('c-1', target);
+    const b = fireOf('c-2', target);
+    const [sa, sb] = await runs.beginRuns([a, b], 'me', 30_000);
+    if (sa?.action !== 'execute' || sb?.action !== 'execute') throw new Error('expected execute');
+    const ok = await runs.completeRuns([
+      { key: a, leaseToken: sa.leaseToken, outcome: { status: 'SUCCEEDED', httpStatus: 200, error: null } },
+      {
+        key: b,
+        leaseToken: '00000000-0000-0000-0000-000000000000',
+        outcome: { status: 'SUCCEEDED', httpStatus: 200, error: null },
+      },
+      {
+        key: b,
+        leaseToken: sb.leaseToken,
+        outcome: { status: 'RETRYING', httpStatus: 503, error: 'HTTP 503', nextAttemptAt: new Date() },
+      },
+    ]);
+    expect(ok).toEqual([true, false, true]);
+    expect((await runs.findRunState(b))?.status).toBe('RETRYING');
+  });
+});
