@@ -51,7 +51,10 @@ export class AdminTestClient {
   constructor(
     readonly address: string,
     private readonly token?: string,
+    /** When set, the channel uses TLS and trusts this certificate. */
+    private readonly rootCert?: Buffer,
   ) {
+    const channel = rootCert ? credentials.createSsl(rootCert) : credentials.createInsecure();
     const def = loadSync(['tickwork/admin/v1/admin.proto', 'grpc/health/v1/health.proto'], LOADER);
     const pkg = loadPackageDefinition(def) as unknown as {
       tickwork: {
@@ -61,15 +64,15 @@ export class AdminTestClient {
       };
       grpc: { health: { v1: { Health: new (a: string, c: unknown) => Client & Record<string, Unary> } } };
     };
-    this.admin = new pkg.tickwork.admin.v1.SchedulerAdmin(address, credentials.createInsecure(), {
+    this.admin = new pkg.tickwork.admin.v1.SchedulerAdmin(address, channel, {
       'grpc.max_send_message_length': 64 * 1024 * 1024,
     });
-    this.health = new pkg.grpc.health.v1.Health(address, credentials.createInsecure());
+    this.health = new pkg.grpc.health.v1.Health(address, channel);
   }
 
   /** The same client with another token. */
   as(token: string | undefined): AdminTestClient {
-    return new AdminTestClient(this.address, token);
+    return new AdminTestClient(this.address, token, this.rootCert);
   }
 
   /** Calls an admin RPC; never throws for a gRPC error. */
