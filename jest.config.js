@@ -1,6 +1,6 @@
 /** Jest projects: unit (pure, no I/O), integration and e2e (real Kafka, PostgreSQL, registry). */
 const moduleNameMapper = {
-  '^@tickwork/(domain|config|store|messaging|scheduling|execution|jobs|runtime)$': '<rootDir>/libs/$1/src',
+  '^@tickwork/(domain|config|store|messaging|scheduling|execution|jobs|runtime|telemetry)$': '<rootDir>/libs/$1/src',
 };
 const transform = {
   '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.json' }],

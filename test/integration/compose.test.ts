@@ -67,9 +67,69 @@ const LOCAL_ONLY = new Set([
 const envName = (property: string): string => `KAFKA_${property.toUpperCase().replace(/\./g, '_')}`;
 
 describe('docker-compose.yml', () => {
-  it('has the infrastructure and the three apps', () => {
+  it('has the infrastructure, the three apps, Prometheus and Grafana', () => {
     expect(Object.keys(services).sort()).toEqual(
-      ['api', 'executor', 'kafka', 'postgres', 'registry', 'scheduler'].sort(),
+      ['api', 'executor', 'grafana', 'kafka', 'postgres', 'prometheus', 'registry', 'scheduler'].sort(),
+    );
+  });
+
+  it('runs Prometheus on the config in infra/observability, scraping each app on the port it listens on', () => {
+    const prometheus = service('prometheus');
+    expect(prometheus.ports).toEqual(['127.0.0.1:9090:9090']);
+    expect(prometheus.volumes).toContain('./infra/observability/prometheus:/etc/prometheus:ro');
+    expect(prometheus.command).toContain('--config.file=/etc/prometheus/prometheus.yml');
+    const config = parse(read('infra/observability/prometheus/prometheus.yml')) as {
+      rule_files: string[];
+      scrape_configs: { job_name: string; static_configs: { targets: string[] }[] }[];
+    };
+    expect(config.rule_files).toEqual(['alerts.yml']);
+    expect(existsSync(join(ROOT, 'infra/observability/prometheus/alerts.yml'))).toBe(true);
+    const targets = Object.fromEntries(
+      config.scrape_configs.map((c) => [c.job_name, c.static_configs.flatMap((s) => s.targets)]),
+    );
+    const port = {
+      api: 'TICKWORK_API_PORT',
+      scheduler: 'TICKWORK_SCHEDULER_PORT',
+      executor: 'TICKWORK_EXECUTOR_PORT',
+    };
+    for (const app of ['api', 'scheduler', 'executor'] as const) {
+      expect(targets[`tickwork-${app}`]).toEqual([`${app}:${env(app)[port[app]]}`]);
+      // Reachable from the Prometheus container, not only on the app container's loopback.
+      expect(env(app).TICKWORK_API_HOST).toBe('0.0.0.0');
+    }
+  });
+
+  it('runs Grafana with the Prometheus data source and the Tickwork dashboard provisioned', () => {
+    const grafana = service('grafana');
+    expect(grafana.ports).toEqual(['127.0.0.1:3030:3000']);
+    expect(grafana.volumes).toEqual(
+      expect.arrayContaining([
+        './infra/observability/grafana/provisioning:/etc/grafana/provisioning:ro',
+        './infra/observability/grafana/dashboards:/var/lib/grafana/dashboards:ro',
+      ]),
+    );
+    const datasources = parse(
+      read('infra/observability/grafana/provisioning/datasources/prometheus.yml'),
+    ) as {
+      datasources: { uid: string; type: string; url: string }[];
+    };
+    expect(datasources.datasources).toEqual([
+      expect.objectContaining({ uid: 'prometheus', type: 'prometheus', url: 'http://prometheus:9090' }),
+    ]);
+    const providers = parse(read('infra/observability/grafana/provisioning/dashboards/tickwork.yml')) as {
+      providers: { options: { path: string } }[];
+    };
+    expect(providers.providers[0]?.options.path).toBe('/var/lib/grafana/dashboards');
+    const dashboard = JSON.parse(read('infra/observability/grafana/dashboards/tickwork.json')) as {
+      uid: string;
+      panels: { datasource?: { uid?: string } }[];
+    };
+    expect(dashboard.uid).toBe('tickwork-overview');
+    expect(
+      dashboard.panels.filter((p) => p.datasource).every((p) => p.datasource?.uid === 'prometheus'),
+    ).toBe(true);
+    expect(env('grafana').GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH).toBe(
+      '/var/lib/grafana/dashboards/tickwork.json',
     );
   });
 

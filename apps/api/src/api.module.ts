@@ -2,21 +2,35 @@
 import { Inject, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
 import type { ApiListenConfig, TenantRegistry, TickworkConfig } from '@tickwork/config';
 import { JobHistoryService, JobService } from '@tickwork/jobs';
+import { createKafkaBus } from '@tickwork/messaging';
 import { openDatabase } from '@tickwork/runtime';
 import { HistoryRepository, JobRepository, type Pool } from '@tickwork/store';
+import { ApiMetrics, MetricsController, Readiness, TELEMETRY, type Telemetry } from '@tickwork/telemetry';
 import { Authenticator } from './auth';
 import { AdminGrpcController } from './grpc/admin.controller';
+import { GrpcTelemetryInterceptor } from './grpc/grpc-telemetry.interceptor';
 import { GrpcHealthController } from './grpc/health.controller';
 import { HealthController } from './health.controller';
 import { JobsController } from './rest/jobs.controller';
 import { OpenApiController } from './rest/openapi.controller';
-import { CONFIG, LISTEN, POOL, TENANTS } from './tokens';
+import { KafkaProbe } from './kafka-probe';
+import { API_METRICS, CONFIG, KAFKA_PROBE, LISTEN, POOL, READINESS, TENANTS } from './tokens';
 
 @Module({})
 export class ApiModule implements OnApplicationShutdown {
-  constructor(@Inject(POOL) private readonly pool: Pool) {}
+  constructor(
+    @Inject(POOL) private readonly pool: Pool,
+    @Inject(KAFKA_PROBE) private readonly kafka: KafkaProbe,
+    @Inject(TELEMETRY) private readonly telemetry: Telemetry,
+  ) {}
 
-  static forRoot(config: TickworkConfig, tenants: TenantRegistry, listen: ApiListenConfig): DynamicModule {
+  static forRoot(
+    config: TickworkConfig,
+    tenants: TenantRegistry,
+    listen: ApiListenConfig,
+    telemetry: Telemetry,
+    apiMetrics: ApiMetrics,
+  ): DynamicModule {
     return {
       module: ApiModule,
       controllers: [
@@ -25,8 +39,33 @@ export class ApiModule implements OnApplicationShutdown {
         HealthController,
         AdminGrpcController,
         GrpcHealthController,
+        MetricsController,
       ],
       providers: [
+        { provide: TELEMETRY, useValue: telemetry },
+        { provide: API_METRICS, useValue: apiMetrics },
+        GrpcTelemetryInterceptor,
+        {
+          provide: KAFKA_PROBE,
+          useFactory: () =>
+            new KafkaProbe(
+              createKafkaBus(config.kafka, (level, message) =>
+                telemetry.logger[level]({ context: 'kafka' }, message),
+              ),
+              config.topics.commands,
+            ),
+        },
+        {
+          provide: READINESS,
+          useFactory: (pool: Pool, kafka: KafkaProbe) =>
+            new Readiness({
+              postgres: async () => {
+                await pool.query('SELECT 1');
+              },
+              kafka: () => kafka.check(),
+            }),
+          inject: [POOL, KAFKA_PROBE],
+        },
         { provide: CONFIG, useValue: config },
         { provide: TENANTS, useValue: tenants },
         { provide: LISTEN, useValue: listen },
@@ -64,6 +103,9 @@ export class ApiModule implements OnApplicationShutdown {
   }
 
   async onApplicationShutdown(): Promise<void> {
+    await this.kafka.close();
     await this.pool.end();
+    // Last: spans of the shutdown itself are flushed too.
+    await this.telemetry.shutdown();
   }
 }

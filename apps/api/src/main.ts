@@ -1,10 +1,12 @@
 /** The API app: REST and gRPC (tickwork.admin.v1) over the same jobs services, with tenant auth. */
 import 'reflect-metadata';
+import type { IncomingMessage } from 'node:http';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { loadApiListenConfig, loadConfig, loadTenants, type TenantRegistry } from '@tickwork/config';
 import { CommandCodec } from '@tickwork/messaging';
+import { ApiMetrics, httpServerTelemetry, startTelemetry } from '@tickwork/telemetry';
 import { ApiErrorsFilter } from './api-errors.filter';
 import { ApiModule } from './api.module';
 import { grpcServerOptions } from './grpc/grpc-options';
@@ -12,8 +14,11 @@ import { grpcServerOptions } from './grpc/grpc-options';
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 
 async function bootstrap(): Promise<void> {
-  const log = new Logger('api');
   const config = loadConfig();
+  // First: the metrics provider must exist before any instrument is made.
+  const telemetry = startTelemetry({ app: 'api', instanceId: config.instanceId });
+  Logger.overrideLogger(telemetry.nestLogger);
+  const log = new Logger('api');
   const tenants = loadTenants();
   const listen = loadApiListenConfig(process.env, config.api.maxPayloadBytes);
   guardOpenAuth(tenants, [config.api.host, listen.grpc.host], log);
@@ -25,10 +30,22 @@ async function bootstrap(): Promise<void> {
     `ScheduleCommand registered as schema id ${codec.schemaId} under ${config.topics.commands}-value (BACKWARD)`,
   );
 
-  const app = await NestFactory.create<NestExpressApplication>(ApiModule.forRoot(config, tenants, listen), {
-    bufferLogs: false,
-    ...(listen.tls ? { httpsOptions: { cert: listen.tls.cert, key: listen.tls.key } } : {}),
-  });
+  const apiMetrics = new ApiMetrics();
+  const app = await NestFactory.create<NestExpressApplication>(
+    ApiModule.forRoot(config, tenants, listen, telemetry, apiMetrics),
+    {
+      logger: telemetry.nestLogger,
+      ...(listen.tls ? { httpsOptions: { cert: listen.tls.cert, key: listen.tls.key } } : {}),
+    },
+  );
+  // Before the routes: every request is served inside its span (health probes and scrapes are not traced).
+  app.use(
+    httpServerTelemetry({
+      metrics: apiMetrics,
+      ignore: (path) => path.startsWith('/health/') || path === '/metrics',
+      route: expressRoute,
+    }),
+  );
   // Room for the payload limit plus the rest of the job definition.
   app.useBodyParser('json', { limit: config.api.maxPayloadBytes + 64 * 1024 });
   app.useGlobalFilters(new ApiErrorsFilter());
@@ -41,6 +58,12 @@ async function bootstrap(): Promise<void> {
   log.log(
     `gRPC API (tickwork.admin.v1.SchedulerAdmin, health, reflection) listening on ${listen.grpc.host}:${listen.grpc.port}, ${scheme}`,
   );
+}
+
+/** The route template Express matched (e.g. /v1/jobs/:id), once it has routed the request. */
+function expressRoute(req: IncomingMessage): string | undefined {
+  const r = req as IncomingMessage & { baseUrl?: string; route?: { path?: unknown } };
+  return typeof r.route?.path === 'string' ? `${r.baseUrl ?? ''}${r.route.path}` : undefined;
 }
 
 /** Auth off is for laptops: say so loudly, and refuse it on a non-loopback address unless TICKWORK_AUTH=off says it on purpose. */

@@ -3,3 +3,6 @@ export const CONFIG = Symbol('TickworkConfig');
 export const POOL = Symbol('Pool');
 export const TENANTS = Symbol('TenantRegistry');
 export const LISTEN = Symbol('ApiListenConfig');
+export const KAFKA_PROBE = Symbol('KafkaProbe');
+export const READINESS = Symbol('Readiness');
+export const API_METRICS = Symbol('ApiMetrics');

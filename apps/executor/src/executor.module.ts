@@ -11,6 +11,7 @@ import {
 import type { TickworkConfig } from '@tickwork/config';
 import { openDatabase } from '@tickwork/runtime';
 import type { Pool } from '@tickwork/store';
+import { MetricsController, TELEMETRY, type Telemetry } from '@tickwork/telemetry';
 import { ExecutorService, type ExecutorStatus } from './executor.service';
 
 const POOL = Symbol('Pool');
@@ -24,23 +25,29 @@ class ExecutorHealthController {
     return { status: 'ok' };
   }
 
+  /** Ready once PostgreSQL and Kafka answer and this instance is a member of both groups. */
   @Get('ready')
-  ready(): { status: string } & ExecutorStatus {
-    if (!this.executor.isReady())
-      throw new ServiceUnavailableException('not yet a member of the executor groups');
-    return { status: 'ready', ...this.executor.status() };
+  async ready(): Promise<{ status: string; checks: Readonly<Record<string, string>> } & ExecutorStatus> {
+    const report = await this.executor.ready();
+    if (!report.ready)
+      throw new ServiceUnavailableException({ status: 'unavailable', checks: report.checks });
+    return { status: 'ready', checks: report.checks, ...this.executor.status() };
   }
 }
 
 @Module({})
 export class ExecutorModule implements OnApplicationShutdown {
-  constructor(@Inject(POOL) private readonly pool: Pool) {}
+  constructor(
+    @Inject(POOL) private readonly pool: Pool,
+    @Inject(TELEMETRY) private readonly telemetry: Telemetry,
+  ) {}
 
-  static forRoot(config: TickworkConfig): DynamicModule {
+  static forRoot(config: TickworkConfig, telemetry: Telemetry): DynamicModule {
     return {
       module: ExecutorModule,
-      controllers: [ExecutorHealthController],
+      controllers: [ExecutorHealthController, MetricsController],
       providers: [
+        { provide: TELEMETRY, useValue: telemetry },
         {
           provide: POOL,
           // Ledger statements are short: a few connections serve hundreds of in-flight fires, and
@@ -49,7 +56,7 @@ export class ExecutorModule implements OnApplicationShutdown {
         },
         {
           provide: ExecutorService,
-          useFactory: (pool: Pool) => new ExecutorService(config, pool),
+          useFactory: (pool: Pool) => new ExecutorService(config, pool, telemetry),
           inject: [POOL],
         },
       ],
@@ -58,5 +65,7 @@ export class ExecutorModule implements OnApplicationShutdown {
 
   async onApplicationShutdown(): Promise<void> {
     await this.pool.end();
+    // Last: spans of the drain are flushed too.
+    await this.telemetry.shutdown();
   }
 }

@@ -21,13 +21,25 @@ import {
   PartitionFlow,
   RunPurger,
   Slots,
+  TracedKafkaRunner,
+  TracedLedger,
+  TracedProcessor,
+  TracedWebhookRunner,
   WebhookRunner,
   WebhookSigner,
   type FlowStats,
 } from '@tickwork/execution';
-import type { MessageConsumer, MessageProducer } from '@tickwork/messaging';
-import { openMessaging } from '@tickwork/runtime';
+import type { MessageConsumer, MessageProducer, TopicAdmin } from '@tickwork/messaging';
+import { openMessaging, type Messaging } from '@tickwork/runtime';
 import { RunRepository, type Pool } from '@tickwork/store';
+import {
+  ExecutorMetrics,
+  fireLogFields,
+  Readiness,
+  type Logger as PinoLogger,
+  type ReadinessReport,
+  type Telemetry,
+} from '@tickwork/telemetry';
 
 /** What /health/ready reports beside readiness. */
 export interface ExecutorStatus {
@@ -56,12 +68,53 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
   private webhooks: WebhookRunner | undefined;
   private purger: RunPurger | undefined;
   private joined = { fires: false, retries: false };
+  private messaging: Messaging | undefined;
+  private admin: Promise<TopicAdmin> | undefined;
+  private readonly metrics: ExecutorMetrics;
+  /** Fire lines go to pino directly, so their fields are built only when the level is on. */
+  private readonly fireLog: PinoLogger;
+  private readonly readiness: Readiness;
 
   constructor(
     private readonly config: TickworkConfig,
     private readonly pool: Pool,
+    telemetry: Telemetry,
   ) {
     this.slots = new Slots(config.executor.concurrency);
+    this.metrics = new ExecutorMetrics(telemetry.tenants, () => this.slots.inUse());
+    this.fireLog = telemetry.logger.child({ context: 'fires' });
+    this.readiness = new Readiness({
+      postgres: async () => {
+        await this.pool.query('SELECT 1');
+      },
+      kafka: async () => {
+        try {
+          await (await this.kafkaAdmin()).describeTopics([this.config.topics.fires], []);
+        } catch (e) {
+          void this.resetAdmin();
+          throw e;
+        }
+      },
+      groups: () => {
+        if (!this.isReady()) throw new Error('not yet a member of the executor groups');
+      },
+    });
+  }
+
+  /** PostgreSQL, Kafka and group membership, for /health/ready. */
+  ready(): Promise<ReadinessReport> {
+    return this.readiness.report();
+  }
+
+  /** One admin connection for the Kafka check, opened on first use and again after a failure. */
+  private kafkaAdmin(): Promise<TopicAdmin> {
+    const messaging = this.messaging;
+    if (!messaging) return Promise.reject(new Error('not connected to Kafka yet'));
+    this.admin ??= messaging.bus.admin().catch((e: unknown) => {
+      this.admin = undefined;
+      throw e;
+    });
+    return this.admin;
   }
 
   /** Ready once a member of both groups. */
@@ -87,6 +140,7 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
     const messaging = await openMessaging(c, (level, message) =>
       this.log[level === 'info' ? 'log' : level](message),
     );
+    this.messaging = messaging;
     this.producer = await messaging.bus.producer({ idempotent: true });
     const batching = (this.batching = new BatchingProducer(this.producer));
     const guard = new DestinationGuard(parseAllowList(x.webhookAllowList));
@@ -105,10 +159,14 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
     ];
     const sink = new KafkaOutcomeSink(batching, messaging.codecs, c.topics);
     const runs = new RunRepository(this.pool);
+    const targetCall = (type: 'webhook' | 'kafka', outcome: string, ms: number) =>
+      this.metrics.targetCall(type, outcome, ms);
     const executor = new FireExecutor(
-      new CoalescingLedger(runs),
-      this.webhooks,
-      new KafkaRunner(batching, internalTopics),
+      new TracedLedger(new CoalescingLedger(runs), {
+        onHeartbeat: (renewed) => this.metrics.leaseHeartbeat(renewed),
+      }),
+      new TracedWebhookRunner(this.webhooks, targetCall),
+      new TracedKafkaRunner(new KafkaRunner(batching, internalTopics), targetCall),
       sink,
       {
         owner: c.instanceId,
@@ -117,18 +175,49 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
         runRetentionMs: x.runRetentionMs,
       },
       {
+        onExecuted: (f, result) => {
+          this.metrics.attempted(result);
+          if (this.fireLog.isLevelEnabled('debug'))
+            this.fireLog.debug(
+              {
+                ...fireLogFields(f),
+                outcome: result.outcome,
+                http_status: result.httpStatus,
+                duration_ms: result.durationMs,
+                start_lateness_ms: result.startedAt.getTime() - result.scheduledFor.getTime(),
+              },
+              'fire executed',
+            );
+        },
+        onDuplicate: (f, reason) => {
+          this.metrics.duplicate(reason);
+          if (this.fireLog.isLevelEnabled('debug'))
+            this.fireLog.debug({ ...fireLogFields(f), reason }, 'duplicate delivery skipped');
+        },
         onLeaseLost: (f) =>
-          this.log.warn(
+          this.fireLog.warn(
+            fireLogFields(f),
             `lease lost for fire ${f.fireId}; its late outcome was not recorded (the new holder records it)`,
           ),
-        onDeadLettered: (f, reason, detail) =>
-          this.log.warn(`dead-lettered fire ${f.fireId} attempt ${f.attempt}: ${reason}: ${detail}`),
+        onDeadLettered: (f, reason, detail) => {
+          this.metrics.deadLettered(f.tenantId, reason);
+          this.fireLog.warn(
+            { ...fireLogFields(f), reason },
+            `dead-lettered fire ${f.fireId} attempt ${f.attempt}: ${reason}: ${detail}`,
+          );
+        },
       },
     );
     const processor = new FireMessageProcessor(messaging.codecs, executor, sink, c.topics.retryTiers, {
-      onPoison: (m, reason) =>
-        this.log.warn(`dead-lettered undecodable message ${m.topic}/${m.partition}/${m.offset}: ${reason}`),
+      onPoison: (m, reason) => {
+        this.metrics.deadLettered('unknown', 'UNDECODABLE');
+        this.log.warn(`dead-lettered undecodable message ${m.topic}/${m.partition}/${m.offset}: ${reason}`);
+      },
     });
+    const retryTopics = new Set(c.topics.retryTiers.map((t) => t.topic));
+    const traced = new TracedProcessor(processor, (topic) =>
+      retryTopics.has(topic) ? `${x.groupId}.retry` : x.groupId,
+    );
     const onError = (e: Error, m: { topic: string; partition: number; offset: string }, failures: number) =>
       this.log.error(
         `fire at ${m.topic}/${m.partition}/${m.offset} failed (${failures}x), will be retried: ${e.message}`,
@@ -145,7 +234,7 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
     this.firesConsumer = await this.startupRetry('joining the fires topic', () =>
       messaging.bus.consumer({ ...consumerOptions, groupId: x.groupId, topics: [c.topics.fires] }),
     );
-    this.firesFlow = new PartitionFlow(this.firesConsumer, this.slots, processor, { onError });
+    this.firesFlow = new PartitionFlow(this.firesConsumer, this.slots, traced, { onError });
     this.retryConsumer = await this.startupRetry('joining the retry topics', () =>
       messaging.bus.consumer({
         ...consumerOptions,
@@ -153,7 +242,7 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
         topics: c.topics.retryTiers.map((t) => t.topic),
       }),
     );
-    this.retryFlow = new PartitionFlow(this.retryConsumer, this.slots, processor, { onError });
+    this.retryFlow = new PartitionFlow(this.retryConsumer, this.slots, traced, { onError });
 
     const firesFlow = this.firesFlow;
     const retryFlow = this.retryFlow;
@@ -209,6 +298,12 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
     }
   }
 
+  private async resetAdmin(): Promise<void> {
+    const admin = this.admin;
+    this.admin = undefined;
+    await admin?.then((a) => a.disconnect()).catch(() => undefined);
+  }
+
   async beforeApplicationShutdown(): Promise<void> {
     const drainMs = this.config.executor.drainMs;
     await Promise.all([this.firesFlow?.stop(drainMs), this.retryFlow?.stop(drainMs), this.purger?.stop()]);
@@ -218,5 +313,6 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
     ]);
     await this.producer?.disconnect().catch(() => undefined);
     await this.webhooks?.close().catch(() => undefined);
+    await this.resetAdmin();
   }
 }

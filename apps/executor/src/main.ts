@@ -1,16 +1,21 @@
 /** The executor app: runs fires. */
 import 'reflect-metadata';
-import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { loadConfig } from '@tickwork/config';
+import { startTelemetry } from '@tickwork/telemetry';
 import { ExecutorModule } from './executor.module';
 
 async function bootstrap(): Promise<void> {
   const config = loadConfig();
-  const app = await NestFactory.create(ExecutorModule.forRoot(config));
+  // First: the metrics provider must exist before any instrument is made.
+  const telemetry = startTelemetry({ app: 'executor', instanceId: config.instanceId });
+  const app = await NestFactory.create(ExecutorModule.forRoot(config, telemetry), {
+    logger: telemetry.nestLogger,
+  });
   app.enableShutdownHooks();
   await app.listen(config.http.executorPort, config.api.host);
-  new Logger('executor').log(`health on ${await app.getUrl()}/health/ready`);
+  const url = await app.getUrl();
+  telemetry.logger.info({ context: 'executor' }, `health on ${url}/health/ready, metrics on ${url}/metrics`);
 }
 
 bootstrap().catch((e: unknown) => {

@@ -1,16 +1,21 @@
 /** The scheduler app: the time brain. */
 import 'reflect-metadata';
-import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { loadConfig } from '@tickwork/config';
+import { startTelemetry } from '@tickwork/telemetry';
 import { SchedulerModule } from './scheduler.module';
 
 async function bootstrap(): Promise<void> {
   const config = loadConfig();
-  const app = await NestFactory.create(SchedulerModule.forRoot(config));
+  // First: the metrics provider must exist before any instrument is made.
+  const telemetry = startTelemetry({ app: 'scheduler', instanceId: config.instanceId });
+  const app = await NestFactory.create(SchedulerModule.forRoot(config, telemetry), {
+    logger: telemetry.nestLogger,
+  });
   app.enableShutdownHooks();
   await app.listen(config.http.schedulerPort, config.api.host);
-  new Logger('scheduler').log(`health on ${await app.getUrl()}/health/ready`);
+  const url = await app.getUrl();
+  telemetry.logger.info({ context: 'scheduler' }, `health on ${url}/health/ready, metrics on ${url}/metrics`);
 }
 
 bootstrap().catch((e: unknown) => {

@@ -1,8 +1,17 @@
 /** Wiring of the scheduler app. */
-import { Controller, Get, Inject, Module, ServiceUnavailableException, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
+import {
+  Controller,
+  Get,
+  Inject,
+  Module,
+  ServiceUnavailableException,
+  type DynamicModule,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
 import type { TickworkConfig } from '@tickwork/config';
 import { openDatabase } from '@tickwork/runtime';
 import type { Pool } from '@tickwork/store';
+import { MetricsController, TELEMETRY, type Telemetry } from '@tickwork/telemetry';
 import { SchedulerService } from './scheduler.service';
 
 const POOL = Symbol('Pool');
@@ -16,29 +25,46 @@ class SchedulerHealthController {
     return { status: 'ok' };
   }
 
+  /** Ready once PostgreSQL and Kafka answer and the group gave this instance its shards. */
   @Get('ready')
-  ready(): { status: string; shards: number[] } {
-    if (!this.scheduler.isReady()) throw new ServiceUnavailableException('no shard assignment yet');
-    return { status: 'ready', shards: this.scheduler.heldShards().map((s) => s.shard) };
+  async ready(): Promise<{ status: string; checks: Readonly<Record<string, string>>; shards: number[] }> {
+    const report = await this.scheduler.ready();
+    if (!report.ready)
+      throw new ServiceUnavailableException({ status: 'unavailable', checks: report.checks });
+    return {
+      status: 'ready',
+      checks: report.checks,
+      shards: this.scheduler.heldShards().map((s) => s.shard),
+    };
   }
 }
 
 @Module({})
 export class SchedulerModule implements OnApplicationShutdown {
-  constructor(@Inject(POOL) private readonly pool: Pool) {}
+  constructor(
+    @Inject(POOL) private readonly pool: Pool,
+    @Inject(TELEMETRY) private readonly telemetry: Telemetry,
+  ) {}
 
-  static forRoot(config: TickworkConfig): DynamicModule {
+  static forRoot(config: TickworkConfig, telemetry: Telemetry): DynamicModule {
     return {
       module: SchedulerModule,
-      controllers: [SchedulerHealthController],
+      controllers: [SchedulerHealthController, MetricsController],
       providers: [
+        { provide: TELEMETRY, useValue: telemetry },
         { provide: POOL, useFactory: () => openDatabase(config, { max: 6 }) },
-        { provide: SchedulerService, useFactory: (pool: Pool) => new SchedulerService(config, pool), inject: [POOL] },
+        {
+          provide: SchedulerService,
+          useFactory: (pool: Pool) => new SchedulerService(config, pool, telemetry),
+          inject: [POOL],
+        },
       ],
     };
   }
 
   async onApplicationShutdown(): Promise<void> {
     await this.pool.end();
+    // Last: spans of the shutdown itself are flushed too.
+    await this.telemetry.shutdown();
   }
 }

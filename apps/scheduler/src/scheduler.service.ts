@@ -8,7 +8,6 @@ import {
   type BeforeApplicationShutdown,
   type OnApplicationBootstrap,
 } from '@nestjs/common';
-import { metrics } from '@opentelemetry/api';
 import { loadTenants, type TickworkConfig } from '@tickwork/config';
 import { JobService, ScheduleCommandHandler } from '@tickwork/jobs';
 import { planDueOccurrences, TenantTokenBuckets, type ShardEpoch } from '@tickwork/domain';
@@ -17,17 +16,58 @@ import {
   type MessageConsumer,
   type MessageProducer,
   type InboundBatch,
+  type TopicAdmin,
 } from '@tickwork/messaging';
 import { openMessaging, type Messaging } from '@tickwork/runtime';
-import { FireLoop, FirePublisher, ShardOwnership } from '@tickwork/scheduling';
+import { FireLoop, FirePublisher, ShardOwnership, type FireLoopEvents } from '@tickwork/scheduling';
 import {
+  ClusterStatsRepository,
   FireRepository,
   HistoryRepository,
   JobRepository,
   ShardLeaseRepository,
+  type ClaimedFire,
   type ClaimPlanner,
+  type ClaimRequest,
+  type ClaimResult,
   type Pool,
 } from '@tickwork/store';
+import {
+  Attr,
+  ClusterGauges,
+  extractTraceContext,
+  fireLogFields,
+  inSpan,
+  kafkaAttributes,
+  linkTo,
+  meter,
+  METRICS,
+  Readiness,
+  SchedulerMetrics,
+  spanContextOf,
+  SpanKind,
+  type Logger as PinoLogger,
+  type ReadinessReport,
+  type Telemetry,
+} from '@tickwork/telemetry';
+import { ClusterSampler } from './cluster-sampler';
+
+/** The store's fire repository, observed: each claim's skips and parked jobs feed the metrics. */
+class MeteredFireRepository extends FireRepository {
+  constructor(
+    pool: Pool,
+    private readonly metrics: SchedulerMetrics,
+  ) {
+    super(pool);
+  }
+
+  override async claimDueJobs(req: ClaimRequest, plan: ClaimPlanner): Promise<ClaimResult> {
+    const result = await super.claimDueJobs(req, plan);
+    if (result.skips.length > 0) this.metrics.skipped(result.skips);
+    this.metrics.parked(result.parked.length);
+    return result;
+  }
+}
 
 @Injectable()
 export class SchedulerService implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -41,19 +81,68 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
   private rejoining = false;
   private stopped = false;
   private commandHandler: Promise<ScheduleCommandHandler> | undefined;
+  private admin: Promise<TopicAdmin> | undefined;
+  private sampler: ClusterSampler | undefined;
+  private readonly metrics: SchedulerMetrics;
+  /** Fire lines (debug) go to pino directly, so their fields are built only when enabled. */
+  private readonly fireLog: PinoLogger;
+  private readonly readiness: Readiness;
 
   constructor(
     private readonly config: TickworkConfig,
     private readonly pool: Pool,
-  ) {}
+    private readonly telemetry: Telemetry,
+  ) {
+    this.metrics = new SchedulerMetrics(telemetry.tenants, () => this.heldShards().length);
+    this.fireLog = telemetry.logger.child({ context: 'fires' });
+    this.readiness = new Readiness({
+      postgres: async () => {
+        await this.pool.query('SELECT 1');
+      },
+      kafka: async () => {
+        try {
+          await (await this.kafkaAdmin()).describeTopics([this.config.topics.commands], []);
+        } catch (e) {
+          void this.resetAdmin();
+          throw e;
+        }
+      },
+      shards: () => {
+        if (!this.isReady()) throw new Error('no shard assignment yet');
+      },
+    });
+  }
 
   /** Shards this instance holds right now (for health and metrics). */
   heldShards(): readonly ShardEpoch[] {
     return this.ownership?.claimable() ?? [];
   }
 
+  /** True once the group gave this instance an assignment and its leases are taken. */
   isReady(): boolean {
     return this.ownership?.isActive() ?? false;
+  }
+
+  /** PostgreSQL, Kafka and shard ownership, for /health/ready. */
+  ready(): Promise<ReadinessReport> {
+    return this.readiness.report();
+  }
+
+  /** One admin connection, opened on first use and again after a failure. */
+  private kafkaAdmin(): Promise<TopicAdmin> {
+    const messaging = this.messaging;
+    if (!messaging) return Promise.reject(new Error('not connected to Kafka yet'));
+    this.admin ??= messaging.bus.admin().catch((e: unknown) => {
+      this.admin = undefined;
+      throw e;
+    });
+    return this.admin;
+  }
+
+  private async resetAdmin(): Promise<void> {
+    const admin = this.admin;
+    this.admin = undefined;
+    await admin?.then((a) => a.disconnect()).catch(() => undefined);
   }
 
   async onApplicationBootstrap(): Promise<void> {
@@ -67,19 +156,25 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
       c.instanceId,
       c.scheduler.shardLeaseMs,
       {
-        onChange: (held) =>
-          this.log.log(`holding shards [${held.map((h) => `${h.shard}@${h.epoch}`).join(', ')}]`),
+        onChange: (held) => {
+          this.metrics.ownershipChanged(held);
+          this.log.log(`holding shards [${held.map((h) => `${h.shard}@${h.epoch}`).join(', ')}]`);
+        },
         onSelfFence: (lost) => {
+          this.metrics.selfFenced();
           this.log.warn(
             `lease lost for shards [${lost.join(', ')}]: stopped claiming them; rejoining the group`,
           );
           void this.rejoin();
         },
-        onError: (e) => this.log.error(`shard ownership: ${e.message}`),
+        onError: (e) => {
+          this.metrics.error('shard-ownership');
+          this.log.error(`shard ownership: ${e.message}`);
+        },
       },
     );
     this.ownership.start();
-    const fires = new FireRepository(this.pool);
+    const fires = new MeteredFireRepository(this.pool, this.metrics);
     const publisher = new FirePublisher(this.producer, this.messaging.codecs, c.topics.fires);
     const planOptions = { maxCatchUp: c.scheduler.maxCatchUp, herdJitterMs: c.scheduler.herdJitterMs };
     const planner: ClaimPlanner = ({ job, previousFireInFlight }, now) =>
@@ -104,19 +199,78 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
             ...buckets,
             lane: { index, count: lanes },
           },
-          {
-            onDeferred: (tenants) =>
-              this.log.debug(`rate cap deferred due fires of tenants [${tenants.join(', ')}]`),
-            onFencedOut: (shards) => this.log.warn(`claim fenced out of shards [${shards.join(', ')}]`),
-            onEnqueued: (f, relayed) =>
-              relayed && this.log.log(`re-enqueued ${f.length} orphaned fires from the outbox`),
-            onError: (e) => this.log.error(`fire loop: ${e.message}`),
-          },
+          this.fireLoopEvents(),
         ),
     );
     await this.joinGroup();
     for (const loop of this.loops) loop.start();
+    this.sampler = new ClusterSampler(
+      new ClusterStatsRepository(this.pool),
+      () => this.kafkaAdmin(),
+      new ClusterGauges(),
+      {
+        shardCount: c.shardCount,
+        everyMs: this.telemetry.config.clusterSampleMs,
+        lag: [
+          { group: c.scheduler.groupId, topics: [c.topics.commands] },
+          { group: c.executor.groupId, topics: [c.topics.fires] },
+          { group: `${c.executor.groupId}.retry`, topics: c.topics.retryTiers.map((t) => t.topic) },
+        ],
+        onError: (what, e) => {
+          this.metrics.error('cluster-sampler');
+          this.log.warn(`sampling ${what} for the cluster gauges failed: ${e.message}`);
+          if (what === 'consumer lag') void this.resetAdmin();
+        },
+      },
+    );
+    this.sampler.start();
     this.log.log(`scheduler ${c.instanceId} started (group ${c.scheduler.groupId}, ${c.shardCount} shards)`);
+  }
+
+  /** What the fire loops report: metrics for all of it, logs for what a person should see. */
+  private fireLoopEvents(): FireLoopEvents {
+    return {
+      onClaimed: (claimed) => {
+        this.metrics.fireClaimed(claimed.map((f) => f.event));
+        this.logFires('fire claimed', claimed);
+      },
+      onDeferred: (tenants) => {
+        this.metrics.deferred(tenants);
+        this.log.debug(`rate cap deferred due fires of tenants [${tenants.join(', ')}]`);
+      },
+      onFencedOut: (shards) => {
+        this.metrics.fencedOut(shards);
+        this.log.warn(`claim fenced out of shards [${shards.join(', ')}]`);
+      },
+      onEnqueued: (f, relayed) => {
+        this.metrics.enqueued(
+          f.map((x) => x.event),
+          relayed,
+        );
+        if (relayed) this.log.log(`re-enqueued ${f.length} orphaned fires from the outbox`);
+        this.logFires(relayed ? 'fire re-enqueued from the outbox' : 'fire enqueued', f);
+      },
+      onError: (e) => {
+        this.metrics.error('fire-loop');
+        this.log.error(`fire loop: ${e.message}`);
+      },
+    };
+  }
+
+  /** Debug lines, one per fire, with its identity and trace. */
+  private logFires(what: string, fires: readonly ClaimedFire[]): void {
+    if (!this.fireLog.isLevelEnabled('debug')) return;
+    const now = Date.now();
+    for (const f of fires)
+      this.fireLog.debug(
+        {
+          ...fireLogFields(f.event),
+          shard: f.shard,
+          scheduled_for: f.event.scheduledFor.toISOString(),
+          lateness_ms: now - f.event.scheduledFor.getTime(),
+        },
+        what,
+      );
   }
 
   /**
@@ -151,7 +305,10 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
     });
     await this.consumer.start({
       onAssignment: (assignment) => ownership.assign(assignment.get(c.topics.commands) ?? []),
-      onRebalance: () => ownership.suspend(),
+      onRebalance: () => {
+        this.metrics.rebalanced();
+        ownership.suspend();
+      },
       onCrash: (e) => {
         ownership.suspend();
         this.log.error(`commands consumer crashed: ${e.message}`);
@@ -185,7 +342,25 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
       this.commandHandler = undefined;
       throw e;
     });
-    await (await this.commandHandler).handleBatch(batch);
+    const handler = await this.commandHandler;
+    // One process span per batch: the child of the command's producer when the batch holds one
+    // command, linked to each command's producer otherwise. The job writes are its children.
+    const producers = batch.messages.map((m) => spanContextOf(m.headers));
+    const single = batch.messages.length === 1 && producers[0] !== undefined;
+    await inSpan(
+      `process ${batch.topic}`,
+      {
+        kind: SpanKind.CONSUMER,
+        attributes: kafkaAttributes('process', batch.topic, {
+          [Attr.MessagingConsumerGroup]: this.config.scheduler.groupId,
+          [Attr.MessagingPartition]: String(batch.partition),
+          [Attr.MessagingBatchCount]: batch.messages.length,
+        }),
+        links: single ? [] : producers.flatMap((p) => (p ? [linkTo(p, 'producer')] : [])),
+      },
+      () => handler.handleBatch(batch),
+      single ? extractTraceContext(batch.messages[0]!.headers) : undefined,
+    );
   }
 
   private async createCommandHandler(): Promise<ScheduleCommandHandler> {
@@ -202,9 +377,9 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
       },
       quotas: (tenantId) => tenants.quotasFor(tenantId),
     });
-    const counter = metrics
-      .getMeter('tickwork')
-      .createCounter('tickwork.commands', { description: 'Schedule commands consumed, by outcome' });
+    const counter = meter().createCounter(METRICS.commands, {
+      description: 'Schedule commands consumed, by outcome (rejected ones by code)',
+    });
     return new ScheduleCommandHandler(
       (bytes) => codec.decode(bytes),
       jobs,
@@ -241,9 +416,11 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
 
   async beforeApplicationShutdown(): Promise<void> {
     this.stopped = true;
+    await this.sampler?.stop();
     await Promise.all(this.loops.map((l) => l.stop()));
     await this.consumer?.stop().catch(() => undefined);
     await this.ownership?.stop().catch(() => undefined);
     await this.producer?.disconnect().catch(() => undefined);
+    await this.resetAdmin();
   }
 }

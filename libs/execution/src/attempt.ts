@@ -28,4 +28,6 @@ export interface TargetRequest {
   readonly attempt: number;
   /** The payload as JSON text (null when the job has none). */
   readonly body: string | null;
+  /** W3C trace context of the call (`traceparent`, `tracestate`), sent with it so the target can continue the trace. */
+  readonly traceHeaders?: Readonly<Record<string, string>>;
 }

@@ -44,3 +44,12 @@ export {
 } from './partition-flow';
 export { FireMessageProcessor, type FireProcessorEvents } from './fire-processor';
 export { RunPurger, type RunPurgerOptions, type RunPurgeStore } from './run-purger';
+export {
+  callOutcome,
+  TracedKafkaRunner,
+  TracedLedger,
+  TracedProcessor,
+  TracedWebhookRunner,
+  type LedgerObserver,
+  type TargetCallObserver,
+} from './tracing';

@@ -46,6 +46,7 @@ export class KafkaRunner implements TargetRunner<KafkaTarget> {
       value: req.body === null ? null : Buffer.from(req.body),
       headers: {
         ...headers,
+        ...req.traceHeaders,
         'tickwork-job-id': req.jobId,
         'tickwork-tenant-id': req.tenantId,
         'tickwork-fence-token': String(req.fenceToken),

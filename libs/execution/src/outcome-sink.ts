@@ -4,7 +4,16 @@
  * the DLQ with the reason. Undecodable input is dead-lettered as raw bytes with its origin.
  */
 import type { FireEvent, FireResult } from '@tickwork/domain';
-import type { EventCodecs, InboundMessage } from '@tickwork/messaging';
+import type { EventCodecs, InboundMessage, OutboundMessage } from '@tickwork/messaging';
+import {
+  Attr,
+  fireAttributes,
+  inSpan,
+  injectTraceContext,
+  kafkaAttributes,
+  SpanKind,
+  type FireIdentity,
+} from '@tickwork/telemetry';
 import type { BatchingProducer } from './batching-producer';
 import { pickRetryTier, type DeadLetterReason, type RetryTier } from './retry-plan';
 
@@ -46,7 +55,7 @@ export class KafkaOutcomeSink implements FireOutcomeSink {
   /** Publishes one attempt's result, keyed by job id. */
   async publishResult(result: FireResult): Promise<void> {
     const value = await this.codecs.encodeResult(this.topics.fireResults, result);
-    await this.producer.send(this.topics.fireResults, {
+    await this.send(this.topics.fireResults, result, {
       key: result.jobId,
       value,
       headers: {
@@ -64,7 +73,7 @@ export class KafkaOutcomeSink implements FireOutcomeSink {
       Math.max(0, notBefore.getTime() - this.now().getTime()),
     );
     const value = await this.codecs.encodeFire(tier.topic, fire);
-    await this.producer.send(tier.topic, {
+    await this.send(tier.topic, fire, {
       key: fire.jobId,
       value,
       headers: {
@@ -85,7 +94,7 @@ export class KafkaOutcomeSink implements FireOutcomeSink {
     source?: string,
   ): Promise<void> {
     const value = await this.codecs.encodeFire(this.topics.deadLetters, fire);
-    await this.producer.send(this.topics.deadLetters, {
+    await this.send(this.topics.deadLetters, fire, {
       key: fire.jobId,
       value,
       headers: {
@@ -101,7 +110,7 @@ export class KafkaOutcomeSink implements FireOutcomeSink {
 
   /** Forwards undecodable bytes untouched, with the reason and where they came from. */
   async deadLetterRaw(message: InboundMessage, detail: string): Promise<void> {
-    await this.producer.send(this.topics.deadLetters, {
+    await this.send(this.topics.deadLetters, null, {
       key: message.key,
       value: message.value,
       headers: {
@@ -112,6 +121,24 @@ export class KafkaOutcomeSink implements FireOutcomeSink {
         [HEADERS.source]: sourceOf(message),
       },
     });
+  }
+
+  /**
+   * Sends one message in a producer span (a child of the delivery being processed) whose context
+   * replaces any `traceparent` in the headers: the next hop continues the same trace.
+   */
+  private send(topic: string, fire: FireIdentity | null, message: OutboundMessage): Promise<void> {
+    return inSpan(
+      `send ${topic}`,
+      {
+        kind: SpanKind.PRODUCER,
+        attributes: kafkaAttributes('send', topic, {
+          ...(fire ? fireAttributes(fire) : {}),
+          ...(typeof message.key === 'string' ? { [Attr.MessagingKafkaKey]: message.key } : {}),
+        }),
+      },
+      () => this.producer.send(topic, { ...message, headers: injectTraceContext({ ...message.headers }) }),
+    );
   }
 
   /** Re-enqueues a retry message on its own tier unchanged (its not-before is beyond the tier's reach). */

@@ -80,6 +80,7 @@ export class WebhookRunner implements TargetRunner<WebhookTarget> {
         headers[name] = v;
     }
     Object.assign(headers, {
+      ...req.traceHeaders,
       'content-type': 'application/json',
       'user-agent': 'tickwork-executor',
       'tickwork-job-id': req.jobId,

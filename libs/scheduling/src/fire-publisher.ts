@@ -1,6 +1,18 @@
 /** Publishes claimed fires to the fires topic, keyed by job id (per-job order, compaction by job). */
 import type { FireEvent } from '@tickwork/domain';
 import type { EventCodecs, MessageProducer, OutboundMessage } from '@tickwork/messaging';
+import {
+  Attr,
+  boundTraceContext,
+  contextWithSpan,
+  fireAttributes,
+  fireContext,
+  injectTraceContext,
+  kafkaAttributes,
+  recordFailure,
+  SpanKind,
+  tracer,
+} from '@tickwork/telemetry';
 
 export class FirePublisher {
   constructor(
@@ -9,16 +21,49 @@ export class FirePublisher {
     private readonly topic: string,
   ) {}
 
-  /** Sends all fires in one batch and resolves once Kafka acknowledged every one (acks=all). */
-  async publish(fires: readonly FireEvent[]): Promise<void> {
+  /**
+   * Sends all fires in one batch and resolves once Kafka acknowledged every one (acks=all). Each
+   * message gets a `send` span in its fire's trace (from the claim, or stored with the outbox row
+   * for a relay), lasting until the acknowledgement; its W3C context goes in the message headers.
+   */
+  async publish(fires: readonly FireEvent[], opts: { readonly relayed?: boolean } = {}): Promise<void> {
     if (fires.length === 0) return;
-    const messages: OutboundMessage[] = await Promise.all(
-      fires.map(async (f) => ({
-        key: f.jobId,
-        value: await this.codecs.encodeFire(this.topic, f),
-        headers: { 'tickwork-fire-id': f.fireId, 'tickwork-attempt': String(f.attempt) },
-      })),
-    );
-    await this.producer.send([{ topic: this.topic, messages }]);
+    const sends = fires.map((f) => {
+      const parent = fireContext(boundTraceContext(f));
+      const span = tracer().startSpan(
+        `send ${this.topic}`,
+        {
+          kind: SpanKind.PRODUCER,
+          attributes: kafkaAttributes('send', this.topic, {
+            ...fireAttributes(f),
+            [Attr.MessagingKafkaKey]: f.jobId,
+            [Attr.MessagingMessageId]: f.fireId,
+            [Attr.MessagingBatchCount]: fires.length,
+            ...(opts.relayed !== undefined ? { [Attr.Relayed]: opts.relayed } : {}),
+          }),
+        },
+        parent,
+      );
+      const headers = injectTraceContext(
+        { 'tickwork-fire-id': f.fireId, 'tickwork-attempt': String(f.attempt) },
+        contextWithSpan(parent, span),
+      );
+      return { fire: f, span, headers };
+    });
+    try {
+      const messages: OutboundMessage[] = await Promise.all(
+        sends.map(async (s) => ({
+          key: s.fire.jobId,
+          value: await this.codecs.encodeFire(this.topic, s.fire),
+          headers: s.headers,
+        })),
+      );
+      await this.producer.send([{ topic: this.topic, messages }]);
+    } catch (e) {
+      for (const s of sends) recordFailure(s.span, e);
+      throw e;
+    } finally {
+      for (const s of sends) s.span.end();
+    }
   }
 }

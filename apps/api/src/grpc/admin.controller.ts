@@ -1,6 +1,6 @@
 /** gRPC: tickwork.admin.v1.SchedulerAdmin, a thin edge over the jobs application services. */
 import type { Metadata, ServerUnaryCall } from '@grpc/grpc-js';
-import { Controller, Inject, UseFilters } from '@nestjs/common';
+import { Controller, Inject, UseFilters, UseInterceptors } from '@nestjs/common';
 import { GrpcMethod } from '@nestjs/microservices';
 import type { ApiListenConfig, TickworkConfig } from '@tickwork/config';
 import { ValidationError, type JsonValue } from '@tickwork/domain';
@@ -8,6 +8,7 @@ import { JobHistoryService, JobService, previewSchedule, type Caller } from '@ti
 import { Authenticator } from '../auth';
 import { CONFIG, LISTEN } from '../tokens';
 import { DeadlineExceededError, GrpcErrorsFilter, toGrpcError } from './grpc-errors.filter';
+import { GrpcTelemetryInterceptor } from './grpc-telemetry.interceptor';
 import {
   deadLetterToProto,
   fireToProto,
@@ -29,6 +30,7 @@ const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : und
 
 @Controller()
 @UseFilters(new GrpcErrorsFilter())
+@UseInterceptors(GrpcTelemetryInterceptor)
 export class AdminGrpcController {
   constructor(
     private readonly jobs: JobService,

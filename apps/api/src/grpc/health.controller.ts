@@ -1,10 +1,13 @@
-/** gRPC: grpc.health.v1.Health, so grpc_health_probe and load balancers can check the API. No auth. */
+/**
+ * gRPC: grpc.health.v1.Health, so grpc_health_probe and load balancers can check the API. No auth.
+ * SERVING exactly when HTTP /health/ready is 200: the same checks (PostgreSQL, Kafka).
+ */
 import { Controller, Inject, UseFilters } from '@nestjs/common';
 import { GrpcMethod } from '@nestjs/microservices';
 import { NotFoundError } from '@tickwork/jobs';
 import { distinctUntilChanged, from, map, switchMap, timer, type Observable } from 'rxjs';
-import type { Pool } from '@tickwork/store';
-import { POOL } from '../tokens';
+import type { Readiness } from '@tickwork/telemetry';
+import { READINESS } from '../tokens';
 import { GrpcErrorsFilter } from './grpc-errors.filter';
 
 /** Services whose health this server reports: '' is the server as a whole. */
@@ -15,7 +18,7 @@ type ServingStatus = 'SERVING' | 'NOT_SERVING' | 'SERVICE_UNKNOWN';
 @Controller()
 @UseFilters(new GrpcErrorsFilter())
 export class GrpcHealthController {
-  constructor(@Inject(POOL) private readonly pool: Pool) {}
+  constructor(@Inject(READINESS) private readonly readiness: Readiness) {}
 
   @GrpcMethod('Health', 'Check')
   async check(req: { service?: string }): Promise<{ status: ServingStatus }> {
@@ -34,11 +37,6 @@ export class GrpcHealthController {
   }
 
   private async status(): Promise<ServingStatus> {
-    try {
-      await this.pool.query('SELECT 1');
-      return 'SERVING';
-    } catch {
-      return 'NOT_SERVING';
-    }
+    return (await this.readiness.report()).ready ? 'SERVING' : 'NOT_SERVING';
   }
 }

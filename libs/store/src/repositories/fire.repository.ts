@@ -11,7 +11,9 @@ import {
   type Job,
   type ShardEpoch,
 } from '@tickwork/domain';
+import { bindTraceContext, type JobTraceOrigin, type TraceCarrier } from '@tickwork/telemetry';
 import { inTransaction } from '../database';
+import { ClaimTrace } from './claim-trace';
 import { fireEventFromSnapshot, type FireEventSnapshot } from './fire-snapshot';
 import { JOB_COLUMNS, jobFromRow, type JobRow } from './rows';
 
@@ -46,6 +48,15 @@ export interface ClaimResult {
   readonly parked: readonly string[];
   /** Some tenant filled its cap: more may be due right now. */
   readonly saturated: boolean;
+  /** The skipped occurrences behind `skipped`, by tenant and reason. */
+  readonly skips: readonly ClaimSkip[];
+}
+
+/** Occurrences of one job that the claim skipped, and why (MISFIRE_SKIP, COALESCED, OVERLAP, …). */
+export interface ClaimSkip {
+  readonly tenantId: string;
+  readonly reason: string;
+  readonly occurrences: number;
 }
 
 export interface ClaimedFire {
@@ -74,6 +85,24 @@ export class FireRepository {
    * this transaction and then fences it out). Each claimed occurrence gets its own fence token.
    */
   async claimDueJobs(req: ClaimRequest, plan: ClaimPlanner): Promise<ClaimResult> {
+    // Spans are made only for claims that claimed or skipped something (most ticks find nothing),
+    // and end after the commit: a rolled-back claim's spans say it failed.
+    const claimTrace = new ClaimTrace(req.shards.length);
+    try {
+      const result = await this.claimInTransaction(req, plan, claimTrace);
+      claimTrace.end();
+      return result;
+    } catch (e) {
+      claimTrace.fail(e);
+      throw e;
+    }
+  }
+
+  private async claimInTransaction(
+    req: ClaimRequest,
+    plan: ClaimPlanner,
+    claimTrace: ClaimTrace,
+  ): Promise<ClaimResult> {
     return inTransaction(this.pool, async (client) => {
       const leases = await client.query<LeaseRow>(
         `SELECT l.shard, now() AS db_now
@@ -86,7 +115,16 @@ export class FireRepository {
       const held = leases.rows.map((r) => r.shard);
       const fencedOut = req.shards.map((s) => s.shard).filter((s) => !held.includes(s));
       const now = leases.rows[0]?.db_now ?? (await client.query<{ now: Date }>('SELECT now()')).rows[0]!.now;
-      const idle = { now, fencedOut, fires: [], skipped: 0, scanned: 0, parked: [], saturated: false };
+      const idle = {
+        now,
+        fencedOut,
+        fires: [],
+        skipped: 0,
+        scanned: 0,
+        parked: [],
+        saturated: false,
+        skips: [],
+      };
       if (held.length === 0) return idle;
 
       // Which tenants have due work in the held shards: a loose index scan over the tenants of
@@ -126,7 +164,9 @@ export class FireRepository {
       }
       if (q.shard.length === 0) return { ...idle, saturated: false };
 
-      const due = await client.query<JobRow & { in_flight: boolean; slot: number }>(
+      const due = await client.query<
+        JobRow & { in_flight: boolean; slot: number; origin_trace: JobTraceOrigin | null }
+      >(
         `SELECT d.*, q.cap AS slot
            FROM unnest($1::int[], $2::text[], $3::int[]) AS q(shard, tenant_id, cap)
            CROSS JOIN LATERAL (
@@ -139,7 +179,8 @@ export class FireRepository {
                        WHERE f.job_id = j.job_id AND f.fence_token = j.fence_token
                          AND (   (r.status IS NULL AND f.claimed_at > now() - make_interval(secs => coalesce((j.policies->'retry'->>'max_event_age_ms')::double precision, 86400000) / 1000))
                               OR (r.status = 'RUNNING' AND r.lease_expires_at > now())
-                              OR r.status = 'RETRYING'))) AS in_flight
+                              OR r.status = 'RETRYING'))) AS in_flight,
+                    j.trace_context AS origin_trace
                FROM jobs j
               WHERE j.shard = q.shard AND j.tenant_id = q.tenant_id AND j.status = 'SCHEDULED'
                 AND j.next_run_at <= now() + make_interval(secs => $4::double precision / 1000)
@@ -156,7 +197,9 @@ export class FireRepository {
       const saturated = q.shard.some((s, i) => (perGroup.get(`${s}|${q.tenant[i]}`) ?? 0) >= q.cap[i]!);
       const dueJobs: DueJob[] = [];
       const broken: BrokenJob[] = [];
+      const origins = new Map<string, JobTraceOrigin>();
       for (const r of due.rows) {
+        if (r.origin_trace) origins.set(r.job_id, r.origin_trace);
         try {
           dueJobs.push({ job: jobFromRow(r), previousFireInFlight: r.in_flight === true });
         } catch (e) {
@@ -168,7 +211,10 @@ export class FireRepository {
           });
         }
       }
-      const result = await this.applyPlans(client, req.owner, now, fencedOut, dueJobs, plan, broken);
+      const result = await this.applyPlans(client, req.owner, now, fencedOut, dueJobs, plan, broken, {
+        claimTrace,
+        origins,
+      });
       return { ...result, saturated };
     });
   }
@@ -181,6 +227,7 @@ export class FireRepository {
     dueJobs: DueJob[],
     plan: ClaimPlanner,
     broken: BrokenJob[],
+    tracing: { readonly claimTrace: ClaimTrace; readonly origins: ReadonlyMap<string, JobTraceOrigin> },
   ): Promise<Omit<ClaimResult, 'saturated'>> {
     const upd = {
       id: [] as string[],
@@ -204,6 +251,7 @@ export class FireRepository {
       count: [] as number[],
     };
     const fires: ClaimedFire[] = [];
+    const skips: ClaimSkip[] = [];
     let skipped = 0;
 
     for (const due of dueJobs) {
@@ -246,6 +294,7 @@ export class FireRepository {
       });
       for (const s of p.skips) {
         skipped += s.occurrences;
+        skips.push({ tenantId: job.tenantId, reason: s.reason, occurrences: s.occurrences });
         skip.id.push(job.jobId);
         skip.tenant.push(job.tenantId);
         skip.reason.push(s.reason);
@@ -268,21 +317,28 @@ export class FireRepository {
         WHERE j.job_id = v.job_id`,
       [upd.id, upd.n, upd.next, upd.nominal, upd.status],
     );
+    const traces =
+      fires.length > 0 || skipped > 0
+        ? tracing.claimTrace.begin(
+            fires.map((f) => ({ ...f, origin: tracing.origins.get(f.event.jobId) })),
+            skipped,
+          )
+        : [];
     if (ins.id.length > 0) {
       // The event snapshot is built by the server from the job row (target, payload): sending it
       // from here would bind megabytes of JSON per batch for data the database already has.
       await client.query(
-        `INSERT INTO fires (job_id, fence_token, tenant_id, shard, nominal_time, scheduled_for, claimed_by, event)
-         SELECT v.job_id, v.token, j.tenant_id, j.shard, v.nominal, v.scheduled, $5,
+        `INSERT INTO fires (job_id, fence_token, tenant_id, shard, nominal_time, scheduled_for, claimed_by, trace_context, event)
+         SELECT v.job_id, v.token, j.tenant_id, j.shard, v.nominal, v.scheduled, $5, v.trace,
                 jsonb_build_object(
                   'job_id', v.job_id, 'tenant_id', j.tenant_id, 'fence_token', v.token,
                   'fire_id', v.job_id || ':' || v.token,
                   'scheduled_for', to_char(v.scheduled AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
                   'nominal_time', to_char(v.nominal AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
                   'attempt', 1, 'target', j.target, 'payload', j.payload)
-           FROM unnest($1::text[], $2::bigint[], $3::timestamptz[], $4::timestamptz[]) AS v(job_id, token, nominal, scheduled)
+           FROM unnest($1::text[], $2::bigint[], $3::timestamptz[], $4::timestamptz[], $6::jsonb[]) AS v(job_id, token, nominal, scheduled, trace)
            JOIN jobs j ON j.job_id = v.job_id`,
-        [ins.id, ins.token, ins.nominal, ins.scheduled, owner],
+        [ins.id, ins.token, ins.nominal, ins.scheduled, owner, traces],
       );
     }
     if (skip.id.length > 0) {
@@ -298,6 +354,7 @@ export class FireRepository {
       fencedOut,
       fires,
       skipped,
+      skips,
       scanned: dueJobs.length + broken.length,
       parked: broken.map((b) => b.jobId),
     };
@@ -346,8 +403,12 @@ export class FireRepository {
     minAgeMs: number;
     limit: number;
   }): Promise<ClaimedFire[]> {
-    const { rows } = await this.pool.query<{ shard: number; event: FireEventSnapshot }>(
-      `SELECT f.shard, f.event
+    const { rows } = await this.pool.query<{
+      shard: number;
+      event: FireEventSnapshot;
+      trace_context: TraceCarrier | null;
+    }>(
+      `SELECT f.shard, f.event, f.trace_context
          FROM fires f
          JOIN shard_leases l ON l.shard = f.shard
          JOIN unnest($1::int[], $2::bigint[]) AS o(shard, epoch) ON o.shard = l.shard AND o.epoch = l.epoch
@@ -359,6 +420,11 @@ export class FireRepository {
         LIMIT $5`,
       [req.shards.map((s) => s.shard), req.shards.map((s) => s.epoch), req.owner, req.minAgeMs, req.limit],
     );
-    return rows.map((r) => ({ shard: r.shard, event: fireEventFromSnapshot(r.event) }));
+    return rows.map((r) => {
+      const event = fireEventFromSnapshot(r.event);
+      // A relayed fire is published under the trace it was claimed in.
+      bindTraceContext(event, r.trace_context ?? undefined);
+      return { shard: r.shard, event };
+    });
   }
 }

@@ -183,7 +183,7 @@ export class JobRepository {
       'mutate jobs',
       {
         kind: SpanKind.CLIENT,
-        attributes: dbAttributes('mutate', 'jobs', { [Attr.JobId]: jobId, 'tickwork.action': meta.audit.action }),
+        attributes: dbAttributes('mutate', 'jobs', { [Attr.JobId]: jobId, [Attr.Action]: meta.audit.action }),
       },
       () => this.mutateInTransaction(jobId, meta, work),
     );

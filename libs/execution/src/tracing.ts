@@ -1,0 +1,245 @@
+/**
+ * Tracing for the executor, as decorators over its seams, so the execution logic stays as it is:
+ * - every delivery is processed in a `process <topic>` consumer span whose parent is the context
+ *   in the message headers (the scheduler's send, or the executor's own retry send): the fire,
+ *   its attempts, retries and dead letter are one trace;
+ * - ledger calls are database spans (heartbeats are counted, not traced: there are many);
+ * - each target call is a client span (HTTP, or a Kafka send) whose context goes to the target
+ *   in `traceparent`, so a receiver can continue the trace.
+ */
+import type { FireEvent, FireKey, KafkaTarget, WebhookTarget } from '@tickwork/domain';
+import type { InboundMessage } from '@tickwork/messaging';
+import type { RunCompletion, RunStart } from '@tickwork/store';
+import {
+  Attr,
+  dbAttributes,
+  extractTraceContext,
+  fireAttributes,
+  inSpan,
+  injectTraceContext,
+  kafkaAttributes,
+  SpanKind,
+  type Span,
+} from '@tickwork/telemetry';
+import type { AttemptOutcome, TargetRequest, TargetRunner } from './attempt';
+import type { RunLedger } from './fire-executor';
+import type { MessageProcessor, ProcessResult } from './partition-flow';
+
+/** Each delivery in a consumer span, child of the producer context its headers carry. */
+export class TracedProcessor implements MessageProcessor {
+  readonly holdUntil?: (message: InboundMessage) => number | undefined;
+
+  constructor(
+    private readonly inner: MessageProcessor,
+    private readonly groupOf: (topic: string) => string,
+  ) {
+    if (inner.holdUntil) this.holdUntil = (m) => inner.holdUntil!(m);
+  }
+
+  process(message: InboundMessage, signal: AbortSignal): Promise<ProcessResult> {
+    const attempt = Number(message.headers['tickwork-attempt']);
+    return inSpan(
+      `process ${message.topic}`,
+      {
+        kind: SpanKind.CONSUMER,
+        attributes: kafkaAttributes('process', message.topic, {
+          [Attr.MessagingConsumerGroup]: this.groupOf(message.topic),
+          [Attr.MessagingPartition]: String(message.partition),
+          [Attr.MessagingKafkaOffset]: Number(message.offset),
+          ...(message.key ? { [Attr.MessagingKafkaKey]: message.key.toString('utf8') } : {}),
+          ...(message.headers['tickwork-fire-id']
+            ? { [Attr.FireId]: message.headers['tickwork-fire-id'] }
+            : {}),
+          ...(Number.isInteger(attempt) ? { [Attr.Attempt]: attempt } : {}),
+        }),
+      },
+      async (span) => {
+        const result = await this.inner.process(message, signal);
+        span.setAttribute(Attr.Outcome, result.kind);
+        return result;
+      },
+      extractTraceContext(message.headers),
+    );
+  }
+}
+
+/** What the ledger reports besides spans: lease heartbeats, renewed or lost. */
+export interface LedgerObserver {
+  onHeartbeat?(renewed: boolean): void;
+}
+
+/** The run ledger with a database span per call. */
+export class TracedLedger implements RunLedger {
+  constructor(
+    private readonly inner: RunLedger,
+    private readonly observer: LedgerObserver = {},
+  ) {}
+
+  beginRun(fire: FireEvent, owner: string, leaseMs: number): Promise<RunStart> {
+    return inSpan(
+      'begin job_runs',
+      { kind: SpanKind.CLIENT, attributes: dbAttributes('begin', 'job_runs', fireAttributes(fire)) },
+      async (span) => {
+        const start = await this.inner.beginRun(fire, owner, leaseMs);
+        span.setAttribute(Attr.Outcome, start.action === 'skip' ? `skip:${start.reason}` : start.action);
+        return start;
+      },
+    );
+  }
+
+  async heartbeat(key: FireKey, leaseToken: string, leaseMs: number): Promise<boolean> {
+    const held = await this.inner.heartbeat(key, leaseToken, leaseMs);
+    this.observer.onHeartbeat?.(held);
+    return held;
+  }
+
+  completeRun(key: FireKey, leaseToken: string, outcome: RunCompletion): Promise<boolean> {
+    return inSpan(
+      'complete job_runs',
+      { kind: SpanKind.CLIENT, attributes: dbAttributes('complete', 'job_runs', keyAttributes(key)) },
+      async (span) => {
+        const recorded = await this.inner.completeRun(key, leaseToken, outcome);
+        span.setAttribute(Attr.Outcome, recorded ? outcome.status : 'LEASE_LOST');
+        // Recording under a lease that was taken over is the other way a lease is found lost.
+        if (!recorded) this.observer.onHeartbeat?.(false);
+        return recorded;
+      },
+    );
+  }
+
+  markHandedOff(key: FireKey, status: 'RETRYING' | 'DEAD_LETTERED', attempt: number): Promise<void> {
+    return inSpan(
+      'hand-off job_runs',
+      { kind: SpanKind.CLIENT, attributes: dbAttributes('hand-off', 'job_runs', keyAttributes(key)) },
+      () => this.inner.markHandedOff(key, status, attempt),
+    );
+  }
+
+  releaseRun(key: FireKey, leaseToken: string): Promise<void> {
+    return inSpan(
+      'release job_runs',
+      { kind: SpanKind.CLIENT, attributes: dbAttributes('release', 'job_runs', keyAttributes(key)) },
+      () => this.inner.releaseRun(key, leaseToken),
+    );
+  }
+}
+
+/** A bounded name for how a target call ended (a metric label and a span attribute). */
+export function callOutcome(o: AttemptOutcome): string {
+  if (o.ok) return 'ok';
+  if (o.aborted) return 'aborted';
+  if (o.refused) return 'refused';
+  if (o.httpStatus !== null) return `http_${Math.floor(o.httpStatus / 100)}xx`;
+  const kind = /^([A-Z_]+):/.exec(o.error ?? '')?.[1] ?? '';
+  return CALL_ERRORS.has(kind) ? kind.toLowerCase() : 'error';
+}
+
+/** Error prefixes of the target runners that name a kind of failure worth its own label. */
+const CALL_ERRORS: ReadonlySet<string> = new Set(['TIMEOUT', 'NETWORK', 'KAFKA', 'INVALID_TARGET']);
+
+/** Told about every target call: its type, outcome (callOutcome) and duration. */
+export type TargetCallObserver = (type: 'webhook' | 'kafka', outcome: string, durationMs: number) => void;
+
+/** A webhook runner whose calls are HTTP client spans, with their context sent in `traceparent`. */
+export class TracedWebhookRunner implements TargetRunner<WebhookTarget> {
+  constructor(
+    private readonly inner: TargetRunner<WebhookTarget>,
+    private readonly observe?: TargetCallObserver,
+  ) {}
+
+  run(target: WebhookTarget, req: TargetRequest, signal: AbortSignal): Promise<AttemptOutcome> {
+    const url = safeUrl(target.url);
+    return inSpan(
+      target.method,
+      {
+        kind: SpanKind.CLIENT,
+        attributes: {
+          [Attr.HttpMethod]: target.method,
+          ...(url
+            ? {
+                [Attr.UrlFull]: url.full,
+                [Attr.ServerAddress]: url.host,
+                [Attr.ServerPort]: url.port,
+              }
+            : {}),
+          ...requestAttributes(req),
+        },
+      },
+      async (span) => {
+        const started = performance.now();
+        const outcome = await this.inner.run(
+          target,
+          { ...req, traceHeaders: injectTraceContext({}) },
+          signal,
+        );
+        if (outcome.httpStatus !== null) span.setAttribute(Attr.HttpStatus, outcome.httpStatus);
+        endCall(span, outcome);
+        this.observe?.('webhook', callOutcome(outcome), performance.now() - started);
+        return outcome;
+      },
+    );
+  }
+}
+
+/** A Kafka target runner whose sends are producer spans, with their context in the message headers. */
+export class TracedKafkaRunner implements TargetRunner<KafkaTarget> {
+  constructor(
+    private readonly inner: TargetRunner<KafkaTarget>,
+    private readonly observe?: TargetCallObserver,
+  ) {}
+
+  run(target: KafkaTarget, req: TargetRequest, signal: AbortSignal): Promise<AttemptOutcome> {
+    return inSpan(
+      `send ${target.topic}`,
+      {
+        kind: SpanKind.PRODUCER,
+        attributes: kafkaAttributes('send', target.topic, requestAttributes(req)),
+      },
+      async (span) => {
+        const started = performance.now();
+        const outcome = await this.inner.run(
+          target,
+          { ...req, traceHeaders: injectTraceContext({}) },
+          signal,
+        );
+        endCall(span, outcome);
+        this.observe?.('kafka', callOutcome(outcome), performance.now() - started);
+        return outcome;
+      },
+    );
+  }
+}
+
+function requestAttributes(req: TargetRequest): Record<string, string | number> {
+  return {
+    [Attr.JobId]: req.jobId,
+    [Attr.TenantId]: req.tenantId,
+    [Attr.FenceToken]: req.fenceToken,
+    [Attr.FireId]: req.fireId,
+    [Attr.ScheduledFor]: req.scheduledFor.toISOString(),
+    [Attr.Attempt]: req.attempt,
+  };
+}
+
+function keyAttributes(key: FireKey): Record<string, string | number> {
+  return { [Attr.JobId]: key.jobId, [Attr.FenceToken]: key.fenceToken };
+}
+
+/** A failed call marks its span failed with a bounded error type (the outcome, never a body). */
+function endCall(span: Span, outcome: AttemptOutcome): void {
+  span.setAttribute(Attr.Outcome, callOutcome(outcome));
+  if (outcome.ok) return;
+  span.setAttribute(Attr.ErrorType, callOutcome(outcome));
+  span.setStatus({ code: 2, message: outcome.error ?? 'failed' });
+}
+
+/** The URL without credentials, query or fragment (they may hold secrets), and its host and port. */
+function safeUrl(raw: string): { full: string; host: string; port: number } | undefined {
+  try {
+    const u = new URL(raw);
+    const port = u.port ? Number(u.port) : u.protocol === 'https:' ? 443 : 80;
+    return { full: `${u.protocol}//${u.host}${u.pathname}`, host: u.hostname, port };
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,488 @@
+/**
+ * Tickwork's metrics: one catalog of names, and the instruments each app records through. Names
+ * are OpenTelemetry names; on /metrics they appear with dots as underscores and counters with
+ * `_total` (METRIC_CATALOG lists the Prometheus names the dashboard and alert rules use).
+ * Instruments are made from the global meter, so construct these classes after startTelemetry.
+ */
+import { metrics, ValueType, type Attributes, type Meter } from '@opentelemetry/api';
+import { Attr } from './attributes';
+import type { FireIdentity } from './tracing';
+import type { TenantLabels } from './tenant-labels';
+
+const METER = 'tickwork';
+
+/** Lateness buckets, seconds: fine below a second (the SLO), coarse up to an hour (misfires). */
+export const LATENESS_BUCKETS_SECONDS = [
+  0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600,
+] as const;
+/** Call durations, seconds. */
+export const DURATION_BUCKETS_SECONDS = [
+  0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+] as const;
+
+/** Every Tickwork metric: OpenTelemetry name → kind (which decides the Prometheus name). */
+export const METRICS = {
+  firesClaimed: 'tickwork.fires.claimed',
+  firesEnqueued: 'tickwork.fires.enqueued',
+  enqueueLateness: 'tickwork.fire.enqueue_lateness_seconds',
+  startLateness: 'tickwork.fire.start_lateness_seconds',
+  occurrencesSkipped: 'tickwork.occurrences.skipped',
+  claimsDeferred: 'tickwork.claims.deferred',
+  claimsFencedOut: 'tickwork.claims.fenced_out',
+  jobsParked: 'tickwork.jobs.parked',
+  shardsOwned: 'tickwork.scheduler.shards_owned',
+  epochChanges: 'tickwork.scheduler.epoch_changes',
+  selfFences: 'tickwork.scheduler.self_fences',
+  rebalances: 'tickwork.scheduler.rebalances',
+  errors: 'tickwork.errors',
+  commands: 'tickwork.commands',
+  dueBacklog: 'tickwork.due_backlog',
+  dueOldestAge: 'tickwork.due_oldest_age_seconds',
+  outboxPending: 'tickwork.outbox.pending',
+  outboxOldestAge: 'tickwork.outbox.oldest_age_seconds',
+  shardsUnowned: 'tickwork.shards.unowned',
+  consumerLag: 'tickwork.kafka.consumer_lag',
+  clusterSampleAge: 'tickwork.cluster_sample.age_seconds',
+  firesExecuted: 'tickwork.fires.executed',
+  firesSucceeded: 'tickwork.fires.succeeded',
+  firesRetried: 'tickwork.fires.retried',
+  firesDeadLettered: 'tickwork.fires.dead_lettered',
+  firesDuplicate: 'tickwork.fires.duplicates',
+  executorInFlight: 'tickwork.executor.in_flight',
+  leaseRenewals: 'tickwork.executor.lease_renewals',
+  leaseLosses: 'tickwork.executor.lease_losses',
+  targetDuration: 'tickwork.target.duration_seconds',
+  httpServerDuration: 'http.server.request.duration',
+  rpcServerDuration: 'rpc.server.call.duration',
+} as const;
+
+type Kind = 'counter' | 'histogram' | 'gauge';
+const KINDS: Record<keyof typeof METRICS, Kind> = {
+  firesClaimed: 'counter',
+  firesEnqueued: 'counter',
+  enqueueLateness: 'histogram',
+  startLateness: 'histogram',
+  occurrencesSkipped: 'counter',
+  claimsDeferred: 'counter',
+  claimsFencedOut: 'counter',
+  jobsParked: 'counter',
+  shardsOwned: 'gauge',
+  epochChanges: 'counter',
+  selfFences: 'counter',
+  rebalances: 'counter',
+  errors: 'counter',
+  commands: 'counter',
+  dueBacklog: 'gauge',
+  dueOldestAge: 'gauge',
+  outboxPending: 'gauge',
+  outboxOldestAge: 'gauge',
+  shardsUnowned: 'gauge',
+  consumerLag: 'gauge',
+  clusterSampleAge: 'gauge',
+  firesExecuted: 'counter',
+  firesSucceeded: 'counter',
+  firesRetried: 'counter',
+  firesDeadLettered: 'counter',
+  firesDuplicate: 'counter',
+  executorInFlight: 'gauge',
+  leaseRenewals: 'counter',
+  leaseLosses: 'counter',
+  targetDuration: 'histogram',
+  httpServerDuration: 'histogram',
+  rpcServerDuration: 'histogram',
+};
+
+/** The Prometheus series names of every metric (histograms: _bucket, _sum, _count). */
+export const METRIC_CATALOG: readonly string[] = Object.entries(METRICS).flatMap(([key, name]) => {
+  const base = name.replace(/[^a-zA-Z0-9_:]/g, '_');
+  switch (KINDS[key as keyof typeof METRICS]) {
+    case 'counter':
+      return [`${base}_total`];
+    case 'histogram':
+      return [`${base}_bucket`, `${base}_sum`, `${base}_count`];
+    case 'gauge':
+      return [base];
+  }
+});
+
+/** Tickwork's meter (from the provider startTelemetry registered). */
+export function meter(): Meter {
+  return metrics.getMeter(METER);
+}
+
+const seconds = (ms: number): number => Math.max(0, ms) / 1000;
+
+/** A skipped range of occurrences, as the claim reports it. */
+export interface SkipRecord {
+  readonly tenantId: string;
+  readonly reason: string;
+  readonly occurrences: number;
+}
+
+/** The scheduler's own instruments (per instance). */
+export class SchedulerMetrics {
+  private readonly m = meter();
+  private readonly claimed = this.m.createCounter(METRICS.firesClaimed, {
+    description: 'Occurrences claimed (one fence token each), by tenant',
+    valueType: ValueType.INT,
+  });
+  private readonly enqueuedCount = this.m.createCounter(METRICS.firesEnqueued, {
+    description: 'Fires confirmed on the fires topic, by tenant; relayed="true" for outbox re-publishes',
+    valueType: ValueType.INT,
+  });
+  private readonly lateness = this.m.createHistogram(METRICS.enqueueLateness, {
+    description: 'Enqueue time minus scheduled time of each fire, by tenant',
+    unit: 's',
+    advice: { explicitBucketBoundaries: [...LATENESS_BUCKETS_SECONDS] },
+  });
+  private readonly skippedCount = this.m.createCounter(METRICS.occurrencesSkipped, {
+    description: 'Occurrences that did not fire, by tenant and reason (MISFIRE_SKIP, COALESCED, OVERLAP, …)',
+    valueType: ValueType.INT,
+  });
+  private readonly deferredCount = this.m.createCounter(METRICS.claimsDeferred, {
+    description: 'Claim rounds in which a tenant had due work held back, by tenant and reason',
+    valueType: ValueType.INT,
+  });
+  private readonly fencedOutCount = this.m.createCounter(METRICS.claimsFencedOut, {
+    description: 'Shards a claim found fenced out (lease lost or taken over)',
+    valueType: ValueType.INT,
+  });
+  private readonly parkedCount = this.m.createCounter(METRICS.jobsParked, {
+    description: 'Jobs paused by the claim because their stored definition could not be planned',
+    valueType: ValueType.INT,
+  });
+  private readonly epochChangeCount = this.m.createCounter(METRICS.epochChanges, {
+    description: 'Shard leases this instance took with a new epoch',
+    valueType: ValueType.INT,
+  });
+  private readonly selfFenceCount = this.m.createCounter(METRICS.selfFences, {
+    description:
+      'Self-fence events: a lease renewal found leases gone and the instance stopped claiming them',
+    valueType: ValueType.INT,
+  });
+  private readonly rebalanceCount = this.m.createCounter(METRICS.rebalances, {
+    description: 'Consumer group rebalances of the scheduler group seen by this instance',
+    valueType: ValueType.INT,
+  });
+  private readonly errorCount = this.m.createCounter(METRICS.errors, {
+    description: 'Errors by component (fire loop, shard ownership, cluster sampler, …)',
+    valueType: ValueType.INT,
+  });
+  private readonly epochs = new Map<number, number>();
+
+  constructor(
+    private readonly tenants: TenantLabels,
+    shardsOwned: () => number,
+  ) {
+    this.m
+      .createObservableGauge(METRICS.shardsOwned, {
+        description: 'Shards whose lease this instance holds and may claim from',
+        valueType: ValueType.INT,
+      })
+      .addCallback((r) => r.observe(shardsOwned()));
+  }
+
+  /** Counts claimed fires by tenant. */
+  fireClaimed(fires: readonly Pick<FireIdentity, 'tenantId'>[]): void {
+    for (const [tenant, n] of countBy(fires.map((f) => this.tenants.label(f.tenantId))))
+      this.claimed.add(n, { [Attr.Tenant]: tenant });
+  }
+
+  /** Counts skipped occurrences by tenant and reason. */
+  skipped(skips: readonly SkipRecord[]): void {
+    for (const s of skips)
+      this.skippedCount.add(s.occurrences, {
+        [Attr.Tenant]: this.tenants.label(s.tenantId, 0),
+        [Attr.Reason]: s.reason,
+      });
+  }
+
+  /** Counts jobs parked as unplannable. */
+  parked(n: number): void {
+    if (n > 0) this.parkedCount.add(n);
+  }
+
+  /** Records enqueue lateness and counts confirmed fires. */
+  enqueued(
+    fires: readonly Pick<FireIdentity, 'tenantId' | 'scheduledFor'>[],
+    relayed: boolean,
+    nowMs = Date.now(),
+  ): void {
+    const counts = new Map<string, number>();
+    for (const f of fires) {
+      const tenant = this.tenants.label(f.tenantId, 0);
+      counts.set(tenant, (counts.get(tenant) ?? 0) + 1);
+      this.lateness.record(seconds(nowMs - f.scheduledFor.getTime()), { [Attr.Tenant]: tenant });
+    }
+    for (const [tenant, n] of counts)
+      this.enqueuedCount.add(n, { [Attr.Tenant]: tenant, [Attr.RelayedLabel]: String(relayed) });
+  }
+
+  /** Counts tenants whose rate cap held back due work this round. */
+  deferred(tenantIds: readonly string[], reason = 'RATE_LIMIT'): void {
+    for (const t of tenantIds)
+      this.deferredCount.add(1, { [Attr.Tenant]: this.tenants.label(t, 0), [Attr.Reason]: reason });
+  }
+
+  /** Counts shards a claim found fenced out. */
+  fencedOut(shards: readonly number[]): void {
+    this.fencedOutCount.add(shards.length);
+  }
+
+  /** Counts leases taken with a new epoch since the last change. */
+  ownershipChanged(held: readonly { readonly shard: number; readonly epoch: number }[]): void {
+    for (const h of held) {
+      if (this.epochs.get(h.shard) !== h.epoch)
+        this.epochChangeCount.add(1, { [Attr.ShardLabel]: String(h.shard) });
+      this.epochs.set(h.shard, h.epoch);
+    }
+  }
+
+  /** Counts a self-fence event. */
+  selfFenced(): void {
+    this.selfFenceCount.add(1);
+  }
+
+  /** Counts a rebalance of the scheduler group. */
+  rebalanced(): void {
+    this.rebalanceCount.add(1);
+  }
+
+  /** Counts an error of a component. */
+  error(component: string): void {
+    this.errorCount.add(1, { [Attr.Component]: component });
+  }
+}
+
+/** One sample of the cluster-wide state (from the database and the Kafka admin API). */
+export interface ClusterSample {
+  /** Every shard, with its due backlog (jobs with next_run_at ≤ now, not yet claimed). */
+  readonly backlog?: readonly {
+    readonly shard: number;
+    readonly due: number;
+    readonly oldestDueAgeSeconds: number;
+  }[];
+  /** Every shard, with its outbox (fires claimed, not yet confirmed on Kafka). */
+  readonly outbox?: readonly {
+    readonly shard: number;
+    readonly pending: number;
+    readonly oldestAgeSeconds: number;
+  }[];
+  readonly unownedShards?: number;
+  readonly lag?: readonly {
+    readonly group: string;
+    readonly topic: string;
+    readonly partition: number;
+    readonly lag: number;
+  }[];
+}
+
+/**
+ * Gauges of the cluster-wide state, reported from the latest sample (the sampler runs on a timer;
+ * a scrape never waits for a query). Each part keeps its last value until a newer one replaces it.
+ */
+export class ClusterGauges {
+  private readonly m = meter();
+  private sample: Required<ClusterSample> = { backlog: [], outbox: [], unownedShards: 0, lag: [] };
+  private hasUnowned = false;
+  private sampledAt: number | undefined;
+
+  constructor(private readonly now: () => number = Date.now) {
+    const gauge = (name: string, description: string, unit?: string) =>
+      this.m.createObservableGauge(name, { description, ...(unit ? { unit } : {}) });
+    gauge(METRICS.dueBacklog, 'Jobs due (next_run_at ≤ now) and not yet claimed, per shard').addCallback(
+      (r) => {
+        for (const b of this.sample.backlog) r.observe(b.due, { [Attr.ShardLabel]: String(b.shard) });
+      },
+    );
+    gauge(
+      METRICS.dueOldestAge,
+      'How long the oldest due, unclaimed job of each shard has been due',
+      's',
+    ).addCallback((r) => {
+      for (const b of this.sample.backlog)
+        r.observe(b.oldestDueAgeSeconds, { [Attr.ShardLabel]: String(b.shard) });
+    });
+    gauge(METRICS.outboxPending, 'Fires claimed but not yet confirmed on Kafka, per shard').addCallback(
+      (r) => {
+        for (const o of this.sample.outbox) r.observe(o.pending, { [Attr.ShardLabel]: String(o.shard) });
+      },
+    );
+    gauge(METRICS.outboxOldestAge, 'Age of the oldest outbox row of each shard', 's').addCallback((r) => {
+      for (const o of this.sample.outbox)
+        r.observe(o.oldestAgeSeconds, { [Attr.ShardLabel]: String(o.shard) });
+    });
+    gauge(METRICS.shardsUnowned, 'Shards with no live lease: nobody claims their due jobs').addCallback(
+      (r) => {
+        if (this.hasUnowned) r.observe(this.sample.unownedShards);
+      },
+    );
+    gauge(
+      METRICS.consumerLag,
+      'Messages not yet committed by a consumer group, per topic partition',
+    ).addCallback((r) => {
+      for (const l of this.sample.lag)
+        r.observe(l.lag, {
+          [Attr.Group]: l.group,
+          [Attr.Topic]: l.topic,
+          [Attr.Partition]: String(l.partition),
+        });
+    });
+    gauge(METRICS.clusterSampleAge, 'Seconds since the cluster gauges were last sampled', 's').addCallback(
+      (r) => {
+        if (this.sampledAt !== undefined) r.observe(seconds(this.now() - this.sampledAt));
+      },
+    );
+  }
+
+  /** Replaces the parts of the sample that are given. */
+  update(sample: ClusterSample): void {
+    this.sample = {
+      backlog: sample.backlog ?? this.sample.backlog,
+      outbox: sample.outbox ?? this.sample.outbox,
+      unownedShards: sample.unownedShards ?? this.sample.unownedShards,
+      lag: sample.lag ?? this.sample.lag,
+    };
+    if (sample.unownedShards !== undefined) this.hasUnowned = true;
+    this.sampledAt = this.now();
+  }
+}
+
+/** One attempt's result, as the executor publishes it (structurally the domain's FireResult). */
+export interface AttemptRecord {
+  readonly tenantId: string;
+  readonly scheduledFor: Date;
+  readonly startedAt: Date;
+  readonly attempt: number;
+  /** SUCCEEDED, RETRYING, DEAD_LETTERED, … */
+  readonly outcome: string;
+}
+
+/** The executor's instruments (per instance). */
+export class ExecutorMetrics {
+  private readonly m = meter();
+  private readonly lateness = this.m.createHistogram(METRICS.startLateness, {
+    description: 'Execution start time minus scheduled time of each fire (first attempts), by tenant',
+    unit: 's',
+    advice: { explicitBucketBoundaries: [...LATENESS_BUCKETS_SECONDS] },
+  });
+  private readonly executed = this.m.createCounter(METRICS.firesExecuted, {
+    description: 'Attempts that ran to an outcome, by tenant and outcome',
+    valueType: ValueType.INT,
+  });
+  private readonly succeeded = this.m.createCounter(METRICS.firesSucceeded, {
+    description: 'Fires whose target call succeeded, by tenant',
+    valueType: ValueType.INT,
+  });
+  private readonly retried = this.m.createCounter(METRICS.firesRetried, {
+    description: 'Attempts handed to a retry tier, by tenant',
+    valueType: ValueType.INT,
+  });
+  private readonly deadLetteredCount = this.m.createCounter(METRICS.firesDeadLettered, {
+    description: 'Fires sent to the dead-letter topic, by tenant and reason',
+    valueType: ValueType.INT,
+  });
+  private readonly duplicates = this.m.createCounter(METRICS.firesDuplicate, {
+    description: 'Deliveries the run ledger recognised as already run or running elsewhere, by reason',
+    valueType: ValueType.INT,
+  });
+  private readonly renewals = this.m.createCounter(METRICS.leaseRenewals, {
+    description: 'Run lease heartbeats that renewed the lease',
+    valueType: ValueType.INT,
+  });
+  private readonly losses = this.m.createCounter(METRICS.leaseLosses, {
+    description:
+      'Run leases found gone (by a heartbeat, or when recording the outcome): the call was cut short or its outcome left to the new holder',
+    valueType: ValueType.INT,
+  });
+  private readonly targetDuration = this.m.createHistogram(METRICS.targetDuration, {
+    description: 'Target call duration, by target type and outcome (ok, http_5xx, timeout, network, …)',
+    unit: 's',
+    advice: { explicitBucketBoundaries: [...DURATION_BUCKETS_SECONDS] },
+  });
+
+  constructor(
+    private readonly tenants: TenantLabels,
+    inFlight: () => number,
+  ) {
+    this.m
+      .createObservableGauge(METRICS.executorInFlight, {
+        description: 'Fires being executed right now (slots in use)',
+        valueType: ValueType.INT,
+      })
+      .addCallback((r) => r.observe(inFlight()));
+  }
+
+  /** An attempt ran to an outcome: counts it, and the start lateness of first attempts. */
+  attempted(result: AttemptRecord): void {
+    const tenant: Attributes = { [Attr.Tenant]: this.tenants.label(result.tenantId) };
+    if (result.attempt <= 1)
+      this.lateness.record(seconds(result.startedAt.getTime() - result.scheduledFor.getTime()), tenant);
+    this.executed.add(1, { ...tenant, [Attr.OutcomeLabel]: result.outcome });
+    if (result.outcome === 'SUCCEEDED') this.succeeded.add(1, tenant);
+    if (result.outcome === 'RETRYING') this.retried.add(1, tenant);
+  }
+
+  /** Counts a dead letter (from an attempt, or an undecodable or too old delivery). */
+  deadLettered(tenantId: string, reason: string): void {
+    this.deadLetteredCount.add(1, { [Attr.Tenant]: this.tenants.label(tenantId, 0), [Attr.Reason]: reason });
+  }
+
+  /** Counts a delivery the ledger dropped as a duplicate. */
+  duplicate(reason: string): void {
+    this.duplicates.add(1, { [Attr.Reason]: reason });
+  }
+
+  /** Counts a lease heartbeat: renewed, or the lease found lost. */
+  leaseHeartbeat(renewed: boolean): void {
+    (renewed ? this.renewals : this.losses).add(1);
+  }
+
+  /** Records a target call's duration. */
+  targetCall(targetType: 'webhook' | 'kafka', outcome: string, durationMs: number): void {
+    this.targetDuration.record(seconds(durationMs), {
+      [Attr.TargetType]: targetType,
+      [Attr.OutcomeLabel]: outcome,
+    });
+  }
+}
+
+/** Request durations of the API (semantic-convention names and attributes). */
+export class ApiMetrics {
+  private readonly m = meter();
+  private readonly http = this.m.createHistogram(METRICS.httpServerDuration, {
+    description: 'Duration of HTTP server requests',
+    unit: 's',
+    advice: { explicitBucketBoundaries: [...DURATION_BUCKETS_SECONDS] },
+  });
+  private readonly rpc = this.m.createHistogram(METRICS.rpcServerDuration, {
+    description: 'Duration of gRPC server calls',
+    unit: 's',
+    advice: { explicitBucketBoundaries: [...DURATION_BUCKETS_SECONDS] },
+  });
+
+  /** Records one HTTP request. */
+  httpRequest(method: string, route: string, status: number, durationMs: number): void {
+    this.http.record(seconds(durationMs), {
+      [Attr.HttpMethod]: method,
+      [Attr.HttpRoute]: route,
+      [Attr.HttpStatus]: status,
+    });
+  }
+
+  /** Records one gRPC call. */
+  rpcCall(service: string, method: string, code: number, durationMs: number): void {
+    this.rpc.record(seconds(durationMs), {
+      [Attr.RpcSystem]: 'grpc',
+      [Attr.RpcService]: service,
+      [Attr.RpcMethod]: method,
+      [Attr.RpcGrpcStatus]: code,
+    });
+  }
+}
+
+function countBy(values: readonly string[]): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const v of values) out.set(v, (out.get(v) ?? 0) + 1);
+  return out;
+}
