@@ -3,7 +3,17 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', '.stack/**', 'infra/.cache/**', 'bench/results/**', '**/*.js', '**/*.mjs'] },
+  {
+    ignores: [
+      'dist/**',
+      'node_modules/**',
+      '.stack/**',
+      'infra/.cache/**',
+      'bench/results/**',
+      '**/*.js',
+      '**/*.mjs',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -24,7 +34,10 @@ export default tseslint.config(
         'error',
         {
           patterns: [
-            { group: ['@nestjs/*', 'kafkajs', 'pg', 'undici', '@tickwork/*', '@kafkajs/*'], message: 'libs/domain is pure TypeScript.' },
+            {
+              group: ['@nestjs/*', 'kafkajs', 'pg', 'undici', '@tickwork/*', '@kafkajs/*'],
+              message: 'libs/domain is pure TypeScript.',
+            },
           ],
         },
       ],
@@ -32,7 +45,17 @@ export default tseslint.config(
   },
   {
     // Only the store touches pg, only messaging touches kafkajs; nobody deep-imports another lib.
-    files: ['apps/**/*.ts', 'libs/config/**/*.ts', 'libs/scheduling/**/*.ts', 'libs/execution/**/*.ts', 'libs/jobs/**/*.ts', 'libs/runtime/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts'],
+    files: [
+      'apps/**/*.ts',
+      'libs/config/**/*.ts',
+      'libs/scheduling/**/*.ts',
+      'libs/execution/**/*.ts',
+      'libs/jobs/**/*.ts',
+      'libs/runtime/**/*.ts',
+      'libs/telemetry/**/*.ts',
+      'test/**/*.ts',
+      'bench/**/*.ts',
+    ],
     rules: {
       'no-restricted-imports': [
         'error',
@@ -41,7 +64,9 @@ export default tseslint.config(
             { name: 'kafkajs', message: 'Use @tickwork/messaging.' },
             { name: '@kafkajs/confluent-schema-registry', message: 'Use @tickwork/messaging.' },
           ],
-          patterns: [{ group: ['@tickwork/*/*', '**/libs/*/src/**'], message: 'Import a lib through its index.' }],
+          patterns: [
+            { group: ['@tickwork/*/*', '**/libs/*/src/**'], message: 'Import a lib through its index.' },
+          ],
         },
       ],
     },

@@ -1,6 +1,7 @@
 /** Jest projects: unit (pure, no I/O), integration and e2e (real Kafka, PostgreSQL, registry). */
 const moduleNameMapper = {
-  '^@tickwork/(domain|config|store|messaging|scheduling|execution|jobs|runtime|telemetry)$': '<rootDir>/libs/$1/src',
+  '^@tickwork/(domain|config|store|messaging|scheduling|execution|jobs|runtime|telemetry)$':
+    '<rootDir>/libs/$1/src',
 };
 const transform = {
   '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.json' }],
@@ -11,7 +12,11 @@ module.exports = {
   // A global option (projects cannot set it): e2e tests start processes and wait on real services.
   testTimeout: 120_000,
   projects: [
-    { ...common, displayName: 'unit', testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/apps/**/*.spec.ts'] },
+    {
+      ...common,
+      displayName: 'unit',
+      testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/apps/**/*.spec.ts'],
+    },
     {
       ...common,
       displayName: 'integration',

@@ -196,7 +196,9 @@ describe('scheduler cluster', () => {
     const { rows: runs } = await db.pool.query<{ status: string; n: string }>(
       'SELECT status, count(*) AS n FROM job_runs GROUP BY status',
     );
-    expect(runs.map((r) => ({ status: r.status, n: Number(r.n) }))).toEqual([{ status: 'SUCCEEDED', n: ids.length }]);
+    expect(runs.map((r) => ({ status: r.status, n: Number(r.n) }))).toEqual([
+      { status: 'SUCCEEDED', n: ids.length },
+    ]);
   }, 240_000);
 
   it('SIGSTOP the owner until its shards move, SIGCONT: its late writes are fenced out, no extra fire', async () => {

@@ -291,8 +291,16 @@ describe('schedule store', () => {
   });
 
   it('parks a job whose stored definition cannot be planned instead of failing the whole claim', async () => {
-    await jobs.insertJob({ definition: definition('poison-1'), shard: 7, next: dueAt(new Date(Date.now() - 1_000)) });
-    await jobs.insertJob({ definition: definition('healthy-1'), shard: 7, next: dueAt(new Date(Date.now() - 1_000)) });
+    await jobs.insertJob({
+      definition: definition('poison-1'),
+      shard: 7,
+      next: dueAt(new Date(Date.now() - 1_000)),
+    });
+    await jobs.insertJob({
+      definition: definition('healthy-1'),
+      shard: 7,
+      next: dueAt(new Date(Date.now() - 1_000)),
+    });
     await db.pool.query(`UPDATE jobs SET schedule = '{"kind": "sundial"}' WHERE job_id = 'poison-1'`);
     const [l] = await leases.acquire([7], 'p', 30_000);
     const r = await fires.claimDueJobs({ owner: 'p', shards: [l!], limit: 10, lookaheadMs: 0 }, fireOnce);
@@ -301,7 +309,9 @@ describe('schedule store', () => {
     const { rows } = await db.pool.query<{ status: string; reason: string }>(
       `SELECT j.status, s.reason FROM jobs j JOIN occurrence_skips s USING (job_id) WHERE j.job_id = 'poison-1'`,
     );
-    expect(rows).toEqual([{ status: 'PAUSED', reason: expect.stringMatching(/^INVALID_DEFINITION: .*sundial/) }]);
+    expect(rows).toEqual([
+      { status: 'PAUSED', reason: expect.stringMatching(/^INVALID_DEFINITION: .*sundial/) },
+    ]);
   });
 
   describe('run ledger', () => {

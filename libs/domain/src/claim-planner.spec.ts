@@ -34,7 +34,12 @@ describe('planDueOccurrences', () => {
     const p = planDueOccurrences(job, job.nextNominalAt!, new Date('2026-01-01T00:00:01.100Z'), opts, true);
     expect(p.fires).toEqual([]);
     expect(p.skips).toEqual([
-      { reason: 'OVERLAP', firstNominal: new Date('2026-01-01T00:00:01Z'), lastNominal: new Date('2026-01-01T00:00:01Z'), occurrences: 1 },
+      {
+        reason: 'OVERLAP',
+        firstNominal: new Date('2026-01-01T00:00:01Z'),
+        lastNominal: new Date('2026-01-01T00:00:01Z'),
+        occurrences: 1,
+      },
     ]);
     // Two fires are still left of max_fires = 3 (one done): the schedule goes on.
     expect(p.next?.nominalTime.toISOString()).toBe('2026-01-01T00:00:02.000Z');
@@ -65,6 +70,8 @@ describe('initialOccurrence', () => {
 
   it('keeps a future one-shot at its instant', () => {
     const at = new Date('2026-07-01T00:00:00Z');
-    expect(initialOccurrence('j', { kind: 'once', at }, 0, new Date('2026-06-01T00:00:00Z'), 0)?.nominalTime).toEqual(at);
+    expect(
+      initialOccurrence('j', { kind: 'once', at }, 0, new Date('2026-06-01T00:00:00Z'), 0)?.nominalTime,
+    ).toEqual(at);
   });
 });

@@ -3,7 +3,14 @@
  * jitter), which are skipped or coalesced and why, and when the job is next due.
  */
 import type { Job } from './job';
-import { defaultHerdWindowMs, firstFireAtOrAfter, jitteredFireTime, nextFireAfter, planMisfire, type Schedule } from './schedule';
+import {
+  defaultHerdWindowMs,
+  firstFireAtOrAfter,
+  jitteredFireTime,
+  nextFireAfter,
+  planMisfire,
+  type Schedule,
+} from './schedule';
 
 export interface ClaimPlanOptions {
   /** FIRE_ALL: most missed occurrences fired in one claim. */
@@ -76,7 +83,11 @@ export function planDueOccurrences(
     skips.push({ reason: 'OVERLAP', firstNominal: first, lastNominal: last, occurrences: plan.fires.length });
     // The schedule moves past them as a misfire SKIP would. They are not fires, so the next
     // occurrence is computed with the fire count unchanged (max_fires is not spent on them).
-    const next = nextFireAfter(job.schedule, new Date(Math.max(last.getTime(), now.getTime())), job.firesCount);
+    const next = nextFireAfter(
+      job.schedule,
+      new Date(Math.max(last.getTime(), now.getTime())),
+      job.firesCount,
+    );
     return { fires: [], skips, next: next ? at(next) : null };
   }
   return {

@@ -61,7 +61,10 @@ export class EventCodecs {
       // Compatibility first: the client refuses to register into a subject whose level differs
       // from BACKWARD, which a concurrently starting process would otherwise see in between.
       await ensureCompatibility(registryUrl, subject, 'BACKWARD');
-      const { id } = await registry.register({ type: SchemaType.AVRO, schema: readSchema(name) }, { subject });
+      const { id } = await registry.register(
+        { type: SchemaType.AVRO, schema: readSchema(name) },
+        { subject },
+      );
       ids.set(topic, id);
     }
     return new EventCodecs(registry, ids);
@@ -94,14 +97,18 @@ export class EventCodecs {
   }
 
   private async decode(bytes: Buffer | null, expected: SchemaName): Promise<Record<string, unknown>> {
-    if (!bytes || bytes.length < 5 || bytes[0] !== 0) throw new UndecodableMessageError('not in the Confluent wire format (magic byte 0 + schema id)');
+    if (!bytes || bytes.length < 5 || bytes[0] !== 0)
+      throw new UndecodableMessageError('not in the Confluent wire format (magic byte 0 + schema id)');
     let value: unknown;
     try {
       value = await this.registry.decode(bytes);
     } catch (e) {
-      throw new UndecodableMessageError(`cannot decode with schema id ${bytes.readInt32BE(1)}: ${(e as Error).message}`);
+      throw new UndecodableMessageError(
+        `cannot decode with schema id ${bytes.readInt32BE(1)}: ${(e as Error).message}`,
+      );
     }
-    if (!value || typeof value !== 'object') throw new UndecodableMessageError(`decoded value is not a ${expected} record`);
+    if (!value || typeof value !== 'object')
+      throw new UndecodableMessageError(`decoded value is not a ${expected} record`);
     return value as Record<string, unknown>;
   }
 }
@@ -111,7 +118,11 @@ export class EventCodecs {
  * the same level; Apicurio answers a repeated PUT with 409 ("rule already exists") rather than
  * treating it as an upsert, so the current level is read first and re-checked after a conflict.
  */
-export async function ensureCompatibility(registryUrl: string, subject: string, level: 'BACKWARD'): Promise<void> {
+export async function ensureCompatibility(
+  registryUrl: string,
+  subject: string,
+  level: 'BACKWARD',
+): Promise<void> {
   const url = `${registryUrl.replace(/\/$/, '')}/config/${encodeURIComponent(subject)}`;
   const current = async (): Promise<string | undefined> => {
     const res = await fetch(url);
@@ -128,7 +139,9 @@ export async function ensureCompatibility(registryUrl: string, subject: string, 
   if (res.ok) return;
   const text = await res.text();
   if (res.status === 409 && (await current()) === level) return;
-  throw new Error(`schema registry refused compatibility ${level} for ${subject}: HTTP ${res.status} ${text}`);
+  throw new Error(
+    `schema registry refused compatibility ${level} for ${subject}: HTTP ${res.status} ${text}`,
+  );
 }
 
 const NS = 'io.tickwork.v1';
@@ -180,7 +193,12 @@ function fireFromAvro(v: Record<string, unknown>): FireEvent {
       successStatus: { min: Number(webhook.success_status_min), max: Number(webhook.success_status_max) },
     };
   } else if (kafka) {
-    decodedTarget = { type: 'kafka', topic: String(kafka.topic), key: (kafka.key ?? null) as string | null, headers: (kafka.headers ?? {}) as Record<string, string> };
+    decodedTarget = {
+      type: 'kafka',
+      topic: String(kafka.topic),
+      key: (kafka.key ?? null) as string | null,
+      headers: (kafka.headers ?? {}) as Record<string, string>,
+    };
   } else {
     throw new UndecodableMessageError('FireEvent has no known target');
   }
@@ -192,7 +210,8 @@ function fireFromAvro(v: Record<string, unknown>): FireEvent {
       throw new UndecodableMessageError('FireEvent payload is not valid JSON');
     }
   }
-  if (typeof v.job_id !== 'string' || typeof v.fire_id !== 'string') throw new UndecodableMessageError('value is not a FireEvent record');
+  if (typeof v.job_id !== 'string' || typeof v.fire_id !== 'string')
+    throw new UndecodableMessageError('value is not a FireEvent record');
   return {
     jobId: v.job_id,
     tenantId: String(v.tenant_id),
@@ -224,7 +243,8 @@ function resultToAvro(r: FireResult): Record<string, unknown> {
 }
 
 function resultFromAvro(v: Record<string, unknown>): FireResult {
-  if (typeof v.job_id !== 'string' || typeof v.outcome !== 'string') throw new UndecodableMessageError('value is not a FireResult record');
+  if (typeof v.job_id !== 'string' || typeof v.outcome !== 'string')
+    throw new UndecodableMessageError('value is not a FireResult record');
   return {
     jobId: v.job_id,
     tenantId: String(v.tenant_id),

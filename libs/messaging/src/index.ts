@@ -14,7 +14,15 @@ export type {
 } from './ports';
 export { createKafkaBus, type KafkaConnection, type BusLogger } from './kafkajs/kafkajs-bus';
 export { tickworkTopicSpecs, provisionTopics, TopicLayoutError, type TopicLayout } from './topics';
-export { EventCodecs, ensureCompatibility, UndecodableMessageError, readSchema, schemaDirectory, type CodecTopics, type SchemaName } from './codecs';
+export {
+  EventCodecs,
+  ensureCompatibility,
+  UndecodableMessageError,
+  readSchema,
+  schemaDirectory,
+  type CodecTopics,
+  type SchemaName,
+} from './codecs';
 export {
   CommandCodec,
   readCommandSchema,

@@ -78,7 +78,9 @@ export interface MessageConsumer {
 
 export interface MessageProducer {
   /** Sends to several topics in one request; resolves when all replicas acknowledged (acks=all). */
-  send(batches: readonly { readonly topic: string; readonly messages: readonly OutboundMessage[] }[]): Promise<void>;
+  send(
+    batches: readonly { readonly topic: string; readonly messages: readonly OutboundMessage[] }[],
+  ): Promise<void>;
   disconnect(): Promise<void>;
 }
 

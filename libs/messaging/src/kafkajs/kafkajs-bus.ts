@@ -28,12 +28,25 @@ export interface KafkaConnection {
   readonly brokers: readonly string[];
   readonly clientId: string;
   readonly ssl: boolean;
-  readonly sasl: { readonly mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512'; readonly username: string; readonly password: string } | null;
+  readonly sasl: {
+    readonly mechanism: 'plain' | 'scram-sha-256' | 'scram-sha-512';
+    readonly username: string;
+    readonly password: string;
+  } | null;
 }
 
-export type BusLogger = (level: 'error' | 'warn' | 'info' | 'debug', message: string, extra: Record<string, unknown>) => void;
+export type BusLogger = (
+  level: 'error' | 'warn' | 'info' | 'debug',
+  message: string,
+  extra: Record<string, unknown>,
+) => void;
 
-const LEVEL_NAMES = { [logLevel.ERROR]: 'error', [logLevel.WARN]: 'warn', [logLevel.INFO]: 'info', [logLevel.DEBUG]: 'debug' } as const;
+const LEVEL_NAMES = {
+  [logLevel.ERROR]: 'error',
+  [logLevel.WARN]: 'warn',
+  [logLevel.INFO]: 'info',
+  [logLevel.DEBUG]: 'debug',
+} as const;
 
 /** Opens a MessageBus over kafkajs. */
 export function createKafkaBus(conn: KafkaConnection, log?: BusLogger): MessageBus {
@@ -60,7 +73,11 @@ class KafkajsBus implements MessageBus {
 
   async producer(opts: { idempotent?: boolean } = {}): Promise<MessageProducer> {
     const idempotent = opts.idempotent ?? true;
-    const producer = this.kafka.producer({ idempotent, maxInFlightRequests: idempotent ? 5 : undefined, allowAutoTopicCreation: false });
+    const producer = this.kafka.producer({
+      idempotent,
+      maxInFlightRequests: idempotent ? 5 : undefined,
+      allowAutoTopicCreation: false,
+    });
     await producer.connect();
     return new KafkajsProducer(producer);
   }
@@ -76,7 +93,8 @@ class KafkajsBus implements MessageBus {
       retry: { retries: 10 },
     });
     await consumer.connect();
-    for (const topic of opts.topics) await consumer.subscribe({ topic, fromBeginning: opts.fromBeginning ?? true });
+    for (const topic of opts.topics)
+      await consumer.subscribe({ topic, fromBeginning: opts.fromBeginning ?? true });
     return new KafkajsConsumer(consumer, opts.partitionsConsumedConcurrently ?? 1);
   }
 
@@ -128,6 +146,9 @@ function fromKafkajsHeaders(h: IHeaders | undefined): Headers {
 
 class KafkajsConsumer implements MessageConsumer {
   private stopping = false;
+  /** The group's commit of resolved offsets, taken from the latest batch. */
+  private commitResolved: (() => Promise<void>) | undefined;
+  private commitTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly consumer: Consumer,
@@ -138,18 +159,38 @@ class KafkajsConsumer implements MessageConsumer {
     const { GROUP_JOIN, REBALANCING, CRASH } = this.consumer.events;
     this.consumer.on(GROUP_JOIN, (e) => {
       const assignment = new Map<string, number[]>();
-      for (const [topic, partitions] of Object.entries(e.payload.memberAssignment)) assignment.set(topic, [...partitions].sort((a, b) => a - b));
-      void Promise.resolve(handlers.onAssignment?.(assignment)).catch((err: unknown) => handlers.onCrash?.(err as Error));
+      for (const [topic, partitions] of Object.entries(e.payload.memberAssignment))
+        assignment.set(
+          topic,
+          [...partitions].sort((a, b) => a - b),
+        );
+      void Promise.resolve(handlers.onAssignment?.(assignment)).catch((err: unknown) =>
+        handlers.onCrash?.(err as Error),
+      );
     });
     this.consumer.on(REBALANCING, () => handlers.onRebalance?.());
     this.consumer.on(CRASH, (e) => handlers.onCrash?.(e.payload.error));
 
+    // kafkajs commits resolved offsets only when a new batch arrives; handlers that finish work
+    // after their batch returned (the executor) would leave offsets uncommitted on a quiet
+    // topic, so they are also committed on a timer.
+    this.commitTimer = setInterval(() => void this.commitResolved?.().catch(() => undefined), 1_000);
+    this.commitTimer.unref();
     await this.consumer.run({
       autoCommit: true,
       autoCommitInterval: 1_000,
       eachBatchAutoResolve: false,
       partitionsConsumedConcurrently: this.concurrency,
-      eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale, commitOffsetsIfNecessary, uncommittedOffsets }) => {
+      eachBatch: async ({
+        batch,
+        resolveOffset,
+        heartbeat,
+        isRunning,
+        isStale,
+        commitOffsetsIfNecessary,
+        uncommittedOffsets,
+      }) => {
+        this.commitResolved = () => commitOffsetsIfNecessary();
         await handlers.onBatch({
           topic: batch.topic,
           partition: batch.partition,
@@ -165,7 +206,8 @@ class KafkajsConsumer implements MessageConsumer {
           markProcessed: (offset) => resolveOffset(offset),
           heartbeat,
           isActive: () => isRunning() && !isStale() && !this.stopping,
-          commit: (opts) => (opts?.force ? commitOffsetsIfNecessary(uncommittedOffsets()) : commitOffsetsIfNecessary()),
+          commit: (opts) =>
+            opts?.force ? commitOffsetsIfNecessary(uncommittedOffsets()) : commitOffsetsIfNecessary(),
         });
       },
     });
@@ -181,6 +223,7 @@ class KafkajsConsumer implements MessageConsumer {
 
   async stop(): Promise<void> {
     this.stopping = true;
+    if (this.commitTimer) clearInterval(this.commitTimer);
     await this.consumer.disconnect();
   }
 }
@@ -195,7 +238,11 @@ class KafkajsAdmin implements TopicAdmin {
     const meta = await this.admin.fetchTopicMetadata({ topics: present });
     const configs = await this.admin.describeConfigs({
       includeSynonyms: false,
-      resources: present.map((name) => ({ type: ConfigResourceTypes.TOPIC, name, configNames: [...configKeys] })),
+      resources: present.map((name) => ({
+        type: ConfigResourceTypes.TOPIC,
+        name,
+        configNames: [...configKeys],
+      })),
     });
     return meta.topics.map((t) => {
       const res = configs.resources.find((r) => r.resourceName === t.name);
@@ -221,14 +268,30 @@ class KafkajsAdmin implements TopicAdmin {
   async alterTopicConfigs(name: string, configs: Readonly<Record<string, string>>): Promise<void> {
     await this.admin.alterConfigs({
       validateOnly: false,
-      resources: [{ type: ConfigResourceTypes.TOPIC, name, configEntries: Object.entries(configs).map(([n, value]) => ({ name: n, value })) }],
+      resources: [
+        {
+          type: ConfigResourceTypes.TOPIC,
+          name,
+          configEntries: Object.entries(configs).map(([n, value]) => ({ name: n, value })),
+        },
+      ],
     });
   }
 
-  async groupLag(groupId: string, topic: string): Promise<{ partition: number; committed: string; end: string }[]> {
-    const [committed, ends] = await Promise.all([this.admin.fetchOffsets({ groupId, topics: [topic] }), this.admin.fetchTopicOffsets(topic)]);
+  async groupLag(
+    groupId: string,
+    topic: string,
+  ): Promise<{ partition: number; committed: string; end: string }[]> {
+    const [committed, ends] = await Promise.all([
+      this.admin.fetchOffsets({ groupId, topics: [topic] }),
+      this.admin.fetchTopicOffsets(topic),
+    ]);
     const byPartition = new Map((committed[0]?.partitions ?? []).map((p) => [p.partition, p.offset]));
-    return ends.map((e) => ({ partition: e.partition, committed: byPartition.get(e.partition) ?? '-1', end: e.high }));
+    return ends.map((e) => ({
+      partition: e.partition,
+      committed: byPartition.get(e.partition) ?? '-1',
+      end: e.high,
+    }));
   }
 
   async disconnect(): Promise<void> {
