@@ -3,7 +3,7 @@ import { Inject, Module, type DynamicModule, type OnApplicationShutdown } from '
 import type { ApiListenConfig, TenantRegistry, TickworkConfig } from '@tickwork/config';
 import { JobHistoryService, JobService } from '@tickwork/jobs';
 import { createKafkaBus } from '@tickwork/messaging';
-import { openDatabase } from '@tickwork/runtime';
+import { LazyKafkaAdmin, openDatabase } from '@tickwork/runtime';
 import { HistoryRepository, JobRepository, type Pool } from '@tickwork/store';
 import { ApiMetrics, MetricsController, Readiness, TELEMETRY, type Telemetry } from '@tickwork/telemetry';
 import { Authenticator } from './auth';
@@ -13,14 +13,13 @@ import { GrpcHealthController } from './grpc/health.controller';
 import { HealthController } from './health.controller';
 import { JobsController } from './rest/jobs.controller';
 import { OpenApiController } from './rest/openapi.controller';
-import { KafkaProbe } from './kafka-probe';
 import { API_METRICS, CONFIG, KAFKA_PROBE, LISTEN, POOL, READINESS, TENANTS } from './tokens';
 
 @Module({})
 export class ApiModule implements OnApplicationShutdown {
   constructor(
     @Inject(POOL) private readonly pool: Pool,
-    @Inject(KAFKA_PROBE) private readonly kafka: KafkaProbe,
+    @Inject(KAFKA_PROBE) private readonly kafka: LazyKafkaAdmin,
     @Inject(TELEMETRY) private readonly telemetry: Telemetry,
   ) {}
 
@@ -47,22 +46,22 @@ export class ApiModule implements OnApplicationShutdown {
         GrpcTelemetryInterceptor,
         {
           provide: KAFKA_PROBE,
-          useFactory: () =>
-            new KafkaProbe(
-              createKafkaBus(config.kafka, (level, message) =>
-                telemetry.logger[level]({ context: 'kafka' }, message),
-              ),
-              config.topics.commands,
-            ),
+          useFactory: () => {
+            // The API does not use Kafka to serve requests; this connection only answers readiness.
+            const bus = createKafkaBus(config.kafka, (level, message) =>
+              telemetry.logger[level]({ context: 'kafka' }, message),
+            );
+            return new LazyKafkaAdmin(() => bus);
+          },
         },
         {
           provide: READINESS,
-          useFactory: (pool: Pool, kafka: KafkaProbe) =>
+          useFactory: (pool: Pool, kafka: LazyKafkaAdmin) =>
             new Readiness({
               postgres: async () => {
                 await pool.query('SELECT 1');
               },
-              kafka: () => kafka.check(),
+              kafka: () => kafka.probe(config.topics.commands),
             }),
           inject: [POOL, KAFKA_PROBE],
         },

@@ -29,8 +29,8 @@ import {
   WebhookSigner,
   type FlowStats,
 } from '@tickwork/execution';
-import type { MessageConsumer, MessageProducer, TopicAdmin } from '@tickwork/messaging';
-import { openMessaging, type Messaging } from '@tickwork/runtime';
+import type { MessageConsumer, MessageProducer } from '@tickwork/messaging';
+import { LazyKafkaAdmin, openMessaging, type Messaging } from '@tickwork/runtime';
 import { RunRepository, type Pool } from '@tickwork/store';
 import {
   ExecutorMetrics,
@@ -69,7 +69,8 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
   private purger: RunPurger | undefined;
   private joined = { fires: false, retries: false };
   private messaging: Messaging | undefined;
-  private admin: Promise<TopicAdmin> | undefined;
+  /** Kafka admin for the readiness probe. */
+  private readonly admin = new LazyKafkaAdmin(() => this.messaging?.bus);
   private readonly metrics: ExecutorMetrics;
   /** Fire lines go to pino directly, so their fields are built only when the level is on. */
   private readonly fireLog: PinoLogger;
@@ -87,14 +88,7 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
       postgres: async () => {
         await this.pool.query('SELECT 1');
       },
-      kafka: async () => {
-        try {
-          await (await this.kafkaAdmin()).describeTopics([this.config.topics.fires], []);
-        } catch (e) {
-          void this.resetAdmin();
-          throw e;
-        }
-      },
+      kafka: () => this.admin.probe(this.config.topics.fires),
       groups: () => {
         if (!this.isReady()) throw new Error('not yet a member of the executor groups');
       },
@@ -104,17 +98,6 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
   /** PostgreSQL, Kafka and group membership, for /health/ready. */
   ready(): Promise<ReadinessReport> {
     return this.readiness.report();
-  }
-
-  /** One admin connection for the Kafka check, opened on first use and again after a failure. */
-  private kafkaAdmin(): Promise<TopicAdmin> {
-    const messaging = this.messaging;
-    if (!messaging) return Promise.reject(new Error('not connected to Kafka yet'));
-    this.admin ??= messaging.bus.admin().catch((e: unknown) => {
-      this.admin = undefined;
-      throw e;
-    });
-    return this.admin;
   }
 
   /** Ready once a member of both groups. */
@@ -298,12 +281,6 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
     }
   }
 
-  private async resetAdmin(): Promise<void> {
-    const admin = this.admin;
-    this.admin = undefined;
-    await admin?.then((a) => a.disconnect()).catch(() => undefined);
-  }
-
   async beforeApplicationShutdown(): Promise<void> {
     const drainMs = this.config.executor.drainMs;
     await Promise.all([this.firesFlow?.stop(drainMs), this.retryFlow?.stop(drainMs), this.purger?.stop()]);
@@ -313,6 +290,6 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
     ]);
     await this.producer?.disconnect().catch(() => undefined);
     await this.webhooks?.close().catch(() => undefined);
-    await this.resetAdmin();
+    await this.admin.close();
   }
 }

@@ -16,9 +16,8 @@ import {
   type MessageConsumer,
   type MessageProducer,
   type InboundBatch,
-  type TopicAdmin,
 } from '@tickwork/messaging';
-import { openMessaging, type Messaging } from '@tickwork/runtime';
+import { LazyKafkaAdmin, openMessaging, type Messaging } from '@tickwork/runtime';
 import { FireLoop, FirePublisher, ShardOwnership, type FireLoopEvents } from '@tickwork/scheduling';
 import {
   ClusterStatsRepository,
@@ -81,7 +80,8 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
   private rejoining = false;
   private stopped = false;
   private commandHandler: Promise<ScheduleCommandHandler> | undefined;
-  private admin: Promise<TopicAdmin> | undefined;
+  /** Kafka admin for the readiness probe and the lag sampler. */
+  private readonly admin = new LazyKafkaAdmin(() => this.messaging?.bus);
   private sampler: ClusterSampler | undefined;
   private readonly metrics: SchedulerMetrics;
   /** Fire lines (debug) go to pino directly, so their fields are built only when enabled. */
@@ -99,14 +99,7 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
       postgres: async () => {
         await this.pool.query('SELECT 1');
       },
-      kafka: async () => {
-        try {
-          await (await this.kafkaAdmin()).describeTopics([this.config.topics.commands], []);
-        } catch (e) {
-          void this.resetAdmin();
-          throw e;
-        }
-      },
+      kafka: () => this.admin.probe(this.config.topics.commands),
       shards: () => {
         if (!this.isReady()) throw new Error('no shard assignment yet');
       },
@@ -126,23 +119,6 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
   /** PostgreSQL, Kafka and shard ownership, for /health/ready. */
   ready(): Promise<ReadinessReport> {
     return this.readiness.report();
-  }
-
-  /** One admin connection, opened on first use and again after a failure. */
-  private kafkaAdmin(): Promise<TopicAdmin> {
-    const messaging = this.messaging;
-    if (!messaging) return Promise.reject(new Error('not connected to Kafka yet'));
-    this.admin ??= messaging.bus.admin().catch((e: unknown) => {
-      this.admin = undefined;
-      throw e;
-    });
-    return this.admin;
-  }
-
-  private async resetAdmin(): Promise<void> {
-    const admin = this.admin;
-    this.admin = undefined;
-    await admin?.then((a) => a.disconnect()).catch(() => undefined);
   }
 
   async onApplicationBootstrap(): Promise<void> {
@@ -167,6 +143,10 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
           );
           void this.rejoin();
         },
+        onLostWhileAway: (shards) =>
+          this.log.warn(
+            `lease lost for shards [${shards.join(', ')}] while this instance was away; re-acquiring them under a new epoch`,
+          ),
         onError: (e) => {
           this.metrics.error('shard-ownership');
           this.log.error(`shard ownership: ${e.message}`);
@@ -206,7 +186,7 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
     for (const loop of this.loops) loop.start();
     this.sampler = new ClusterSampler(
       new ClusterStatsRepository(this.pool),
-      () => this.kafkaAdmin(),
+      () => this.admin.get(),
       new ClusterGauges(),
       {
         shardCount: c.shardCount,
@@ -219,7 +199,7 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
         onError: (what, e) => {
           this.metrics.error('cluster-sampler');
           this.log.warn(`sampling ${what} for the cluster gauges failed: ${e.message}`);
-          if (what === 'consumer lag') void this.resetAdmin();
+          if (what === 'consumer lag') void this.admin.close();
         },
       },
     );
@@ -421,6 +401,6 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
     await this.consumer?.stop().catch(() => undefined);
     await this.ownership?.stop().catch(() => undefined);
     await this.producer?.disconnect().catch(() => undefined);
-    await this.resetAdmin();
+    await this.admin.close();
   }
 }

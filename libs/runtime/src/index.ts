@@ -1,1 +1,2 @@
 export { openDatabase, openMessaging, waitFor, type Messaging } from './infrastructure';
+export { LazyKafkaAdmin } from './kafka-admin';

@@ -10,6 +10,8 @@ export interface OwnershipEvents {
   onChange?(held: readonly ShardEpoch[]): void;
   /** Leases this instance believed it held were gone at renewal: stop claiming them. */
   onSelfFence?(lost: readonly number[]): void;
+  /** A new assignment found leases this instance thought it held taken by another (it was away). */
+  onLostWhileAway?(shards: readonly number[]): void;
   onError?(error: Error): void;
 }
 
@@ -83,6 +85,8 @@ export class ShardOwnership {
     // Renew what we keep: if someone took it in between, our epoch is stale and we re-acquire.
     const renewed = new Set(await this.leases.renew(keep, this.owner, this.leaseMs));
     const stillHeld = keep.filter((h) => renewed.has(h.shard));
+    const lostWhileAway = keep.filter((h) => !renewed.has(h.shard)).map((h) => h.shard);
+    if (lostWhileAway.length > 0) this.events.onLostWhileAway?.(lostWhileAway);
     const toAcquire = shards.filter((s) => !renewed.has(s));
     const acquired = await this.leases.acquire(toAcquire, this.owner, this.leaseMs);
     this.held = [...stillHeld, ...acquired].sort((a, b) => a.shard - b.shard);
