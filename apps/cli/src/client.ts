@@ -1,6 +1,6 @@
 /** A small gRPC client of tickwork.admin.v1.SchedulerAdmin: credentials, bearer token, deadline, typed errors. */
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import {
   credentials,
   loadPackageDefinition,
@@ -11,6 +11,7 @@ import {
 } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { Root } from 'protobufjs';
+import { schemaDirectory } from '@tickwork/config';
 
 export interface ClientOptions {
   readonly server: string;
@@ -29,17 +30,6 @@ export class CliError extends Error {
   ) {
     super(message);
   }
-}
-
-/** Finds schemas/proto from wherever this file was compiled to. */
-export function protoDirectory(): string {
-  let dir = __dirname;
-  for (let i = 0; i < 8; i++) {
-    const candidate = join(dir, 'schemas', 'proto');
-    if (existsSync(candidate)) return candidate;
-    dir = dirname(dir);
-  }
-  throw new Error(`schemas/proto not found above ${__dirname}`);
 }
 
 type Unary = (
@@ -61,7 +51,7 @@ export class AdminClient {
       arrays: true,
       objects: true,
       oneofs: true,
-      includeDirs: [protoDirectory()],
+      includeDirs: [schemaDirectory('proto')],
     });
     const pkg = loadPackageDefinition(definition) as unknown as {
       tickwork: {
@@ -114,7 +104,7 @@ let statusTypes: Root | undefined;
 export function decodeViolations(bin: Buffer): { field: string; message: string }[] {
   if (!statusTypes) {
     statusTypes = new Root();
-    statusTypes.resolvePath = (_o, target) => resolve(protoDirectory(), target);
+    statusTypes.resolvePath = (_o, target) => resolve(schemaDirectory('proto'), target);
     statusTypes.loadSync(['google/rpc/status.proto', 'google/rpc/error_details.proto']);
   }
   const Status = statusTypes.lookupType('google.rpc.Status');

@@ -12,3 +12,4 @@ export {
   type AuthMode,
 } from './tenants';
 export { loadApiListenConfig, type ApiListenConfig, type TlsFiles } from './api-config';
+export { schemaDirectory } from './schema-files';

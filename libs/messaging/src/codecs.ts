@@ -3,9 +3,10 @@
  * (magic byte + schema id), with the schemas read from schemas/avro and registered in the
  * schema registry under the topic-name strategy (`<topic>-value`), compatibility BACKWARD.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
+import { schemaDirectory } from '@tickwork/config';
 import type { FireEvent, FireOutcome, FireResult, JsonValue, Target } from '@tickwork/domain';
 
 /** A message whose bytes are not a valid event: it goes to a dead-letter topic with this reason. */
@@ -18,20 +19,9 @@ export class UndecodableMessageError extends Error {
 
 export type SchemaName = 'FireEvent' | 'FireResult';
 
-/** Finds the repository's schemas/avro folder from wherever this file was compiled to. */
-export function schemaDirectory(): string {
-  let dir = __dirname;
-  for (let i = 0; i < 8; i++) {
-    const candidate = join(dir, 'schemas', 'avro');
-    if (existsSync(candidate)) return candidate;
-    dir = dirname(dir);
-  }
-  throw new Error(`schemas/avro not found above ${__dirname}`);
-}
-
 /** The Avro schema text of one event type. */
 export function readSchema(name: SchemaName): string {
-  return readFileSync(join(schemaDirectory(), `${name}.avsc`), 'utf8');
+  return readFileSync(join(schemaDirectory('avro'), `${name}.avsc`), 'utf8');
 }
 
 export interface CodecTopics {

@@ -9,7 +9,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import type { JsonValue } from '@tickwork/domain';
-import { ensureCompatibility, schemaDirectory } from './codecs';
+import { schemaDirectory } from '@tickwork/config';
+import { ensureCompatibility } from './codecs';
 
 /** Why a command's bytes could not be read. */
 export type CommandDecodeFailure = 'UNDECODABLE' | 'UNKNOWN_SCHEMA' | 'SCHEMA_MISMATCH' | 'INVALID_COMMAND';
@@ -34,7 +35,7 @@ const NS = 'io.tickwork.v1';
 
 /** The ScheduleCommand schema text, from schemas/avro. */
 export function readCommandSchema(): string {
-  return readFileSync(join(schemaDirectory(), 'ScheduleCommand.avsc'), 'utf8');
+  return readFileSync(join(schemaDirectory('avro'), 'ScheduleCommand.avsc'), 'utf8');
 }
 
 /** Encodes and decodes schedule commands through the schema registry. */

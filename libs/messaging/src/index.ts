@@ -19,7 +19,6 @@ export {
   ensureCompatibility,
   UndecodableMessageError,
   readSchema,
-  schemaDirectory,
   type CodecTopics,
   type SchemaName,
 } from './codecs';

@@ -1,16 +1,9 @@
 /** Where the .proto files are, and the loader options every Tickwork gRPC server and client uses. */
-import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { schemaDirectory } from '@tickwork/config';
 
-/** Finds the repository's schemas/proto folder from wherever this file was compiled to. */
+/** The shipped schemas/proto folder. */
 export function protoDirectory(): string {
-  let dir = __dirname;
-  for (let i = 0; i < 8; i++) {
-    const candidate = join(dir, 'schemas', 'proto');
-    if (existsSync(candidate)) return candidate;
-    dir = dirname(dir);
-  }
-  throw new Error(`schemas/proto not found above ${__dirname}`);
+  return schemaDirectory('proto');
 }
 
 /** The admin API and health protos, relative to protoDirectory(). */
