@@ -1,36 +1,38 @@
 /**
- * Coalesces single-message sends from many concurrent fires into one produce request per topic.
- * kafkajs sends one request per send() call; at thousands of results per second that is what
- * limits throughput, so messages queued in the same turn of the event loop go out together.
- * Topics are flushed separately so one failing topic (a Kafka target that does not exist) fails
- * only its own messages.
+ * Coalesces single-message sends from many concurrent fires into one produce request.
+ * kafkajs sends one request per send() call and spends much of its CPU per request (encoding,
+ * buffers, a round trip per broker), so every message queued in the same turn of the event loop
+ * — Kafka-target messages, results, retries and dead letters alike — goes out in one request
+ * spanning their topics: each fire's two messages (its target's and its result) travel together.
+ * One failing topic (a Kafka target that does not exist) must fail only its own messages, so a
+ * failed request over several topics is sent again one topic per request, and only the topics
+ * that fail again are rejected.
  */
 import type { MessageProducer, OutboundMessage } from '@tickwork/messaging';
 
 interface Pending {
+  readonly topic: string;
   readonly message: OutboundMessage;
   readonly bytes: number;
   resolve(): void;
   reject(e: unknown): void;
 }
 
-interface TopicQueue {
-  readonly items: Pending[];
-  inFlight: number;
-  scheduled: boolean;
-}
-
 export interface BatchingOptions {
+  /** Messages per produce request. */
   readonly maxMessages: number;
+  /** Approximate bytes per produce request. */
   readonly maxBytes: number;
-  /** Produce requests in flight per topic; more sends wait and batch up meanwhile. */
+  /** Produce requests in flight; more sends wait and batch up meanwhile. */
   readonly maxInFlight: number;
 }
 
-const DEFAULTS: BatchingOptions = { maxMessages: 1_000, maxBytes: 768 * 1024, maxInFlight: 4 };
+const DEFAULTS: BatchingOptions = { maxMessages: 2_000, maxBytes: 1024 * 1024, maxInFlight: 4 };
 
 export class BatchingProducer {
-  private readonly queues = new Map<string, TopicQueue>();
+  private items: Pending[] = [];
+  private inFlight = 0;
+  private scheduled = false;
   private readonly opts: BatchingOptions;
 
   constructor(
@@ -40,60 +42,80 @@ export class BatchingProducer {
     this.opts = { ...DEFAULTS, ...opts };
   }
 
-  /** Resolves once Kafka acknowledged this message (acks=all), or rejects with its batch's error. */
+  /** Resolves once Kafka acknowledged this message (acks=all), or rejects with its topic's error. */
   send(topic: string, message: OutboundMessage): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      let q = this.queues.get(topic);
-      if (!q) {
-        q = { items: [], inFlight: 0, scheduled: false };
-        this.queues.set(topic, q);
-      }
-      q.items.push({ message, bytes: (message.value?.length ?? 0) + 64, resolve, reject });
-      this.schedule(topic, q);
+      this.items.push({ topic, message, bytes: (message.value?.length ?? 0) + 64, resolve, reject });
+      this.schedule();
     });
   }
 
-  private schedule(topic: string, q: TopicQueue): void {
-    if (q.scheduled || q.items.length === 0 || q.inFlight >= this.opts.maxInFlight) return;
-    q.scheduled = true;
+  private schedule(): void {
+    if (this.scheduled || this.items.length === 0 || this.inFlight >= this.opts.maxInFlight) return;
+    this.scheduled = true;
     // Let every fire finishing in this turn of the event loop join the batch.
     setImmediate(() => {
-      q.scheduled = false;
-      this.flush(topic, q);
+      this.scheduled = false;
+      this.flush();
     });
   }
 
-  private flush(topic: string, q: TopicQueue): void {
-    while (q.items.length > 0 && q.inFlight < this.opts.maxInFlight) {
-      const batch: Pending[] = [];
+  private flush(): void {
+    while (this.items.length > 0 && this.inFlight < this.opts.maxInFlight) {
+      let n = 0;
       let bytes = 0;
       while (
-        q.items.length > 0 &&
-        batch.length < this.opts.maxMessages &&
-        (batch.length === 0 || bytes + q.items[0]!.bytes <= this.opts.maxBytes)
+        n < this.items.length &&
+        n < this.opts.maxMessages &&
+        (n === 0 || bytes + this.items[n]!.bytes <= this.opts.maxBytes)
       ) {
-        const p = q.items.shift()!;
-        bytes += p.bytes;
-        batch.push(p);
+        bytes += this.items[n]!.bytes;
+        n++;
       }
-      q.inFlight++;
-      this.producer
-        .send([{ topic, messages: batch.map((p) => p.message) }])
-        .then(
-          () => batch.forEach((p) => p.resolve()),
-          (e: unknown) => batch.forEach((p) => p.reject(e)),
-        )
-        .finally(() => {
-          q.inFlight--;
-          this.schedule(topic, q);
-        });
+      const batch = n === this.items.length ? this.items : this.items.slice(0, n);
+      this.items = n === this.items.length ? [] : this.items.slice(n);
+      this.inFlight++;
+      void this.sendBatch(batch).finally(() => {
+        this.inFlight--;
+        this.schedule();
+      });
     }
   }
 
-  /** Messages waiting or in flight, for health reporting. */
+  /** Sends one request for the whole batch; on failure, retries topic by topic so only failing topics fail. */
+  private async sendBatch(batch: readonly Pending[]): Promise<void> {
+    const byTopic = new Map<string, Pending[]>();
+    for (const p of batch) {
+      const list = byTopic.get(p.topic);
+      if (list) list.push(p);
+      else byTopic.set(p.topic, [p]);
+    }
+    try {
+      await this.producer.send(
+        [...byTopic].map(([topic, ps]) => ({ topic, messages: ps.map((p) => p.message) })),
+      );
+      for (const p of batch) p.resolve();
+    } catch (e) {
+      if (byTopic.size === 1) {
+        for (const p of batch) p.reject(e);
+        return;
+      }
+      // Which topic failed is not known: each is sent again alone. A message of a topic that did
+      // reach Kafka may be produced twice; results and target messages are at least once anyway
+      // (consumers dedupe on the fire id and attempt).
+      await Promise.all(
+        [...byTopic].map(([topic, ps]) =>
+          this.producer.send([{ topic, messages: ps.map((p) => p.message) }]).then(
+            () => ps.forEach((p) => p.resolve()),
+            (err: unknown) => ps.forEach((p) => p.reject(err)),
+          ),
+        ),
+      );
+    }
+  }
+
+  /** Messages waiting, plus produce requests in flight, for health reporting. */
   pending(): number {
-    let n = 0;
-    for (const q of this.queues.values()) n += q.items.length + q.inFlight;
-    return n;
+    return this.items.length + this.inFlight;
   }
 }
