@@ -8,9 +8,9 @@
  * run. Writes bench/results/executor-<date>.{json,md}. BENCH_PROFILE=1 adds a CPU profile summary.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, hostname, totalmem } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import {
   DEFAULT_POLICIES,
   policiesToWire,
@@ -29,7 +29,15 @@ const CONCURRENCY = process.env.BENCH_CONCURRENCY ?? '1000';
 const PROFILE = process.env.BENCH_PROFILE === '1';
 const PACED_RATE = process.env.BENCH_STEADY_RATE ? Number(process.env.BENCH_STEADY_RATE) : undefined;
 const PACED_SECONDS = Number(process.env.BENCH_STEADY_SECONDS ?? 20);
-const ROOT = join(__dirname, '..', '..');
+/** The repository (results go to its bench/results), found upwards: the build may live in dist/ or elsewhere. */
+function repoRoot(from: string): string {
+  for (let dir = from; dir !== dirname(dir); dir = dirname(dir))
+    if (existsSync(join(dir, 'package.json'))) return dir;
+  return join(from, '..', '..');
+}
+const ROOT = repoRoot(__dirname);
+// The executor of the same build as this script (dist/, or a private --outDir).
+const EXECUTOR_MAIN = join(__dirname, '..', 'apps', 'executor', 'src', 'main.js');
 const BROKERS = process.env.KAFKA_BROKERS ?? '127.0.0.1:9092';
 const REGISTRY = process.env.SCHEMA_REGISTRY_URL ?? 'http://127.0.0.1:8081/apis/ccompat/v7';
 const adminUrl = process.env.BENCH_ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -203,7 +211,7 @@ function summarizeProfile(dir: string): {
     const where = cf.url
       ? cf.url
           .replace(/^.*node_modules\//, '')
-          .replace(/^.*\/dist\//, '')
+          .replace(/^.*\/dist[^/]*\//, '')
           .replace(/^file:\/\//, '')
       : '';
     const key = `${cf.functionName || '(anonymous)'} ${where}${where ? `:${cf.lineNumber + 1}` : ''}`;
@@ -226,7 +234,7 @@ function summarizeProfile(dir: string): {
 function packageOf(url: string, fn: string): string {
   const nm = /node_modules\/((@[^/]+\/)?[^/]+)/.exec(url);
   if (nm) return nm[1]!;
-  if (url.includes('/dist/libs/') || url.includes('/dist/apps/')) return 'tickwork';
+  if (/\/dist[^/]*\/(libs|apps)\//.test(url)) return 'tickwork';
   if (url.startsWith('node:')) return 'node (runtime)';
   if (fn === '(garbage collector)') return 'GC';
   if (fn === '(idle)') return 'idle';
@@ -300,8 +308,10 @@ async function scenario(kind: 'kafka' | 'webhook'): Promise<ScenarioResult> {
     TICKWORK_RUN_PURGE_INTERVAL: '0',
   };
   const args = [
+    // Extra V8/Node flags for the executor, to try runtime settings (e.g. --max-semi-space-size=64).
+    ...(process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? []),
     ...(PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []),
-    join(ROOT, 'dist', 'apps', 'executor', 'src', 'main.js'),
+    EXECUTOR_MAIN,
   ];
   const executor = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'inherit'] });
   let log = '';
@@ -364,7 +374,8 @@ async function scenario(kind: 'kafka' | 'webhook'): Promise<ScenarioResult> {
     const admin = createPool(adminUrl, { max: 1 });
     await admin.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`).catch(() => undefined);
     await admin.end();
-    rmSync(profDir, { recursive: true, force: true });
+    // BENCH_KEEP_PROFILE=1 keeps the .cpuprofile (bench/results/.prof-*) for a closer look.
+    if (process.env.BENCH_KEEP_PROFILE !== '1') rmSync(profDir, { recursive: true, force: true });
   }
 }
 
