@@ -46,6 +46,7 @@ export { FireMessageProcessor, type FireProcessorEvents } from './fire-processor
 export { RunPurger, type RunPurgerOptions, type RunPurgeStore } from './run-purger';
 export {
   callOutcome,
+  setSpanAttributes,
   TracedKafkaRunner,
   TracedLedger,
   TracedProcessor,

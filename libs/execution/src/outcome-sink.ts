@@ -15,6 +15,7 @@ import {
   type FireIdentity,
 } from '@tickwork/telemetry';
 import type { BatchingProducer } from './batching-producer';
+import { spanAttributesOn } from './tracing';
 import { pickRetryTier, type DeadLetterReason, type RetryTier } from './retry-plan';
 
 /** Header names on retry and dead-letter messages. */
@@ -132,10 +133,12 @@ export class KafkaOutcomeSink implements FireOutcomeSink {
       `send ${topic}`,
       {
         kind: SpanKind.PRODUCER,
-        attributes: kafkaAttributes('send', topic, {
-          ...(fire ? fireAttributes(fire) : {}),
-          ...(typeof message.key === 'string' ? { [Attr.MessagingKafkaKey]: message.key } : {}),
-        }),
+        attributes: !spanAttributesOn()
+          ? {}
+          : kafkaAttributes('send', topic, {
+              ...(fire ? fireAttributes(fire) : {}),
+              ...(typeof message.key === 'string' ? { [Attr.MessagingKafkaKey]: message.key } : {}),
+            }),
       },
       () => this.producer.send(topic, { ...message, headers: injectTraceContext({ ...message.headers }) }),
     );
