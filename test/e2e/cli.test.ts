@@ -7,7 +7,14 @@ import { join } from 'node:path';
 import { startApp, type AppProcess } from '../support/apps';
 import { freePort, isolate, type Isolation } from '../support/env';
 
-const CLI = join(__dirname, '..', '..', 'dist', 'apps', 'cli', 'src', 'main.js');
+// The same build output the other apps start from (TICKWORK_TEST_DIST, as in support/apps).
+const CLI = join(
+  process.env.TICKWORK_TEST_DIST ?? join(__dirname, '..', '..', 'dist'),
+  'apps',
+  'cli',
+  'src',
+  'main.js',
+);
 const sha = (t: string) => createHash('sha256').update(t).digest('hex');
 const TOKEN = 'tok-cli-acme-0123456789abcdef';
 

@@ -315,7 +315,7 @@ describe('gRPC admin API', () => {
       trigger: string;
       enqueued_at: Date | null;
       event: { fence_token: number; attempt: number; payload: unknown };
-    }>(`SELECT trigger, enqueued_at, event FROM fires WHERE job_id = 'acme-1'`);
+    }>(`SELECT trigger, enqueued_at, event FROM fire_log WHERE job_id = 'acme-1'`);
     expect(rows.rows).toEqual([
       {
         trigger: 'MANUAL',

@@ -41,7 +41,7 @@ describe('scheduler cluster', () => {
   const fireRows = async (prefix: string) =>
     (
       await db.pool.query<FireRow>(
-        `SELECT job_id, fence_token::text, nominal_time, claimed_by, enqueued_at FROM fires WHERE job_id LIKE $1`,
+        `SELECT job_id, fence_token::text, nominal_time, claimed_by, enqueued_at FROM fire_log WHERE job_id LIKE $1`,
         [`${prefix}-%`],
       )
     ).rows;
@@ -146,7 +146,7 @@ describe('scheduler cluster', () => {
     // published. The window is a Kafka round trip wide, so try a few instances until one dies in it.
     const pending = async () =>
       Number(
-        (await db.pool.query<{ n: string }>('SELECT count(*) AS n FROM fires WHERE enqueued_at IS NULL'))
+        (await db.pool.query<{ n: string }>('SELECT count(*) AS n FROM fire_log WHERE enqueued_at IS NULL'))
           .rows[0]!.n,
       );
     let orphans = 0;
@@ -173,7 +173,7 @@ describe('scheduler cluster', () => {
       'all jobs fired and every fire published',
       async () => {
         const { rows } = await db.pool.query<{ open: string; pending: string }>(
-          `SELECT (SELECT count(*) FROM jobs WHERE status <> 'COMPLETED') AS open, (SELECT count(*) FROM fires WHERE enqueued_at IS NULL) AS pending`,
+          `SELECT (SELECT count(*) FROM jobs WHERE status <> 'COMPLETED') AS open, (SELECT count(*) FROM fire_log WHERE enqueued_at IS NULL) AS pending`,
         );
         return Number(rows[0]!.open) === 0 && Number(rows[0]!.pending) === 0 ? true : undefined;
       },

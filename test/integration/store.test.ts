@@ -6,12 +6,13 @@ import {
   createPool,
   FireRepository,
   JobRepository,
+  listMigrations,
   migrate,
   RunRepository,
   ShardLeaseRepository,
   type ClaimPlanner,
 } from '@tickwork/store';
-import { DEFAULT_POLICIES, type FireEvent, type JobDefinition } from '@tickwork/domain';
+import { DEFAULT_POLICIES, targetToWire, type FireEvent, type JobDefinition } from '@tickwork/domain';
 import { testDatabase, type TestDatabase } from '../support/db';
 import { eventually } from '../support/env';
 
@@ -80,6 +81,57 @@ describe('schedule store', () => {
       expect(Number(rows[0]!.n)).toBeGreaterThanOrEqual(1);
     } finally {
       await Promise.all(pools.map((p) => p.end()));
+    }
+  });
+
+  it('moves existing fires into outbox batches without changing what was enqueued (migration 6)', async () => {
+    const old = await testDatabase('store-mig6', {
+      migrations: listMigrations().filter((m) => m.version < 6),
+    });
+    try {
+      const event = (jobId: string, token: number) =>
+        JSON.stringify({
+          job_id: jobId,
+          tenant_id: 'acme',
+          fence_token: token,
+          fire_id: `${jobId}:${token}`,
+          scheduled_for: '2026-01-02T03:04:00.000Z',
+          nominal_time: '2026-01-02T03:04:00.000Z',
+          attempt: 1,
+          target: targetToWire({ type: 'kafka', topic: 't', key: null, headers: {} }),
+          payload: null,
+        });
+      await old.pool.query(
+        `INSERT INTO fires (job_id, fence_token, tenant_id, shard, nominal_time, scheduled_for, trigger, claimed_by, enqueued_at, event)
+         VALUES ('m-1', 1, 'acme', 2, now(), now(), 'SCHEDULE', 'a', '2026-01-02T03:04:05Z', $1),
+                ('m-1', 2, 'acme', 2, now() + interval '1 s', now(), 'MANUAL', 'api', NULL, $2),
+                ('m-2', 1, 'acme', 5, now(), now(), 'SCHEDULE', 'a', NULL, $3)`,
+        [event('m-1', 1), event('m-1', 2), event('m-2', 1)],
+      );
+      await migrate(old.pool);
+      const { rows } = await old.pool.query<{
+        job_id: string;
+        fence_token: string;
+        enqueued_at: Date | null;
+      }>('SELECT job_id, fence_token, enqueued_at FROM fire_log ORDER BY job_id, fence_token');
+      expect(
+        rows.map((r) => [r.job_id, Number(r.fence_token), r.enqueued_at?.toISOString() ?? null]),
+      ).toEqual([
+        ['m-1', 1, '2026-01-02T03:04:05.000Z'],
+        ['m-1', 2, null],
+        ['m-2', 1, null],
+      ]);
+      const oldLeases = new ShardLeaseRepository(old.pool);
+      const held = await oldLeases.acquire([2, 5], 'heir', 30_000);
+      const pending = await new FireRepository(old.pool).pendingFires({
+        owner: 'heir',
+        shards: held,
+        minAgeMs: 0,
+        limit: 10,
+      });
+      expect(pending.map((p) => `${p.event.jobId}:${p.event.fenceToken}`).sort()).toEqual(['m-1:2', 'm-2:1']);
+    } finally {
+      await old.close();
     }
   });
 
@@ -195,7 +247,8 @@ describe('schedule store', () => {
     expect(await fires.pendingFires({ owner: 'crashy', shards: [mine!], minAgeMs: 0, limit: 10 })).toEqual(
       [],
     );
-    await fires.markEnqueued([{ jobId: 'outbox-1', fenceToken: 1 }]);
+    expect(pending[0]!.batchId).toBe(claim.fires[0]!.batchId);
+    await fires.markEnqueued([pending[0]!.batchId]);
     expect(await fires.pendingFires({ owner: 'heir', shards: [next!], minAgeMs: 0, limit: 10 })).toEqual([]);
   });
 

@@ -3,7 +3,7 @@
  * outbox + advance commit together), publish the fires, then mark them enqueued. A crash
  * between commit and publish leaves outbox rows that the shard's next owner re-publishes.
  */
-import { fairShares, type FireKey, type TenantTokenBuckets } from '@tickwork/domain';
+import { fairShares, type TenantTokenBuckets } from '@tickwork/domain';
 import type { ClaimPlanner, ClaimedFire, FireRepository } from '@tickwork/store';
 import type { FirePublisher } from './fire-publisher';
 import type { ShardOwnership } from './shard-ownership';
@@ -140,8 +140,8 @@ export class FireLoop {
 
   private async enqueue(fires: readonly ClaimedFire[], relayed: boolean): Promise<void> {
     await this.publisher.publish(fires.map((f) => f.event));
-    const keys: FireKey[] = fires.map((f) => ({ jobId: f.event.jobId, fenceToken: f.event.fenceToken }));
-    await this.fires.markEnqueued(keys);
+    // Every fire of these batches was acknowledged: a claim or a relay publishes whole batches.
+    await this.fires.markEnqueued(fires.map((f) => f.batchId));
     this.events.onEnqueued?.(fires, relayed);
   }
 

@@ -61,16 +61,16 @@ export class ClusterStatsRepository {
     });
   }
 
-  /** Every shard's outbox: rows with enqueued_at IS NULL (the partial index fires_outbox_idx). */
+  /** Every shard's outbox: fires of batches not yet enqueued (the partial index fire_batches_outbox_idx). */
   async outbox(shardCount: number, cap = 100_000): Promise<ShardOutbox[]> {
     const { rows } = await this.pool.query<{ shard: number; pending: string; oldest_age: number | null }>(
       `SELECT s AS shard, o.n AS pending, extract(epoch FROM now() - o.oldest)::double precision AS oldest_age
          FROM generate_series(0, $1::int - 1) AS s
          CROSS JOIN LATERAL (
-           SELECT count(*) AS n, min(x.claimed_at) AS oldest
-             FROM (SELECT f.claimed_at FROM fires f
-                    WHERE f.shard = s AND f.enqueued_at IS NULL
-                    ORDER BY f.claimed_at LIMIT $2) x
+           SELECT coalesce(sum(x.fires), 0) AS n, min(x.claimed_at) AS oldest
+             FROM (SELECT b.fires, b.claimed_at FROM fire_batches b
+                    WHERE b.shard = s AND b.enqueued_at IS NULL
+                    ORDER BY b.claimed_at LIMIT $2) x
          ) o`,
       [shardCount, cap],
     );

@@ -7,7 +7,6 @@ import {
   fireIdOf,
   type DueOccurrencePlan,
   type FireEvent,
-  type FireKey,
   type Job,
   type ShardEpoch,
 } from '@tickwork/domain';
@@ -61,6 +60,8 @@ export interface ClaimSkip {
 
 export interface ClaimedFire {
   readonly shard: number;
+  /** The outbox batch the fire was claimed in: Kafka's acknowledgement is recorded per batch. */
+  readonly batchId: number;
   readonly event: FireEvent;
 }
 
@@ -286,7 +287,7 @@ export class FireRepository {
           target: job.target,
           payload: job.payload,
         };
-        fires.push({ shard: job.shard, event });
+        fires.push({ shard: job.shard, batchId: 0, event });
         ins.id.push(job.jobId);
         ins.token.push(fenceToken);
         ins.nominal.push(f.nominalTime);
@@ -325,21 +326,37 @@ export class FireRepository {
           )
         : [];
     if (ins.id.length > 0) {
-      // The event snapshot is built by the server from the job row (target, payload): sending it
-      // from here would bind megabytes of JSON per batch for data the database already has.
-      await client.query(
-        `INSERT INTO fires (job_id, fence_token, tenant_id, shard, nominal_time, scheduled_for, claimed_by, trace_context, event)
-         SELECT v.job_id, v.token, j.tenant_id, j.shard, v.nominal, v.scheduled, $5, v.trace,
-                jsonb_build_object(
-                  'job_id', v.job_id, 'tenant_id', j.tenant_id, 'fence_token', v.token,
-                  'fire_id', v.job_id || ':' || v.token,
-                  'scheduled_for', to_char(v.scheduled AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-                  'nominal_time', to_char(v.nominal AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-                  'attempt', 1, 'target', j.target, 'payload', j.payload)
-           FROM unnest($1::text[], $2::bigint[], $3::timestamptz[], $4::timestamptz[], $6::jsonb[]) AS v(job_id, token, nominal, scheduled, trace)
-           JOIN jobs j ON j.job_id = v.job_id`,
-        [ins.id, ins.token, ins.nominal, ins.scheduled, owner, traces],
+      // One outbox batch per shard of this claim (a relay takes over a shard's batches whole),
+      // created in the statement that records the fires. The event snapshot is built by the
+      // server from the job row (target, payload): sending it from here would bind megabytes of
+      // JSON per batch for data the database already has.
+      const fireShards = fires.map((f) => f.shard);
+      const batches = await client.query<{ batch_id: string; shard: number }>(
+        `WITH b AS (
+           INSERT INTO fire_batches (shard, trigger, claimed_by, fires)
+           SELECT s, 'SCHEDULE', $5, count(*) FROM unnest($7::int[]) AS s GROUP BY s
+           RETURNING batch_id, shard
+         ), f AS (
+           INSERT INTO fires (job_id, fence_token, tenant_id, shard, nominal_time, scheduled_for, claimed_by, trace_context, batch_id, event)
+           SELECT v.job_id, v.token, j.tenant_id, j.shard, v.nominal, v.scheduled, $5, v.trace, b.batch_id,
+                  jsonb_build_object(
+                    'job_id', v.job_id, 'tenant_id', j.tenant_id, 'fence_token', v.token,
+                    'fire_id', v.job_id || ':' || v.token,
+                    'scheduled_for', to_char(v.scheduled AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                    'nominal_time', to_char(v.nominal AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                    'attempt', 1, 'target', j.target, 'payload', j.payload)
+             FROM unnest($1::text[], $2::bigint[], $3::timestamptz[], $4::timestamptz[], $6::jsonb[]) AS v(job_id, token, nominal, scheduled, trace)
+             JOIN jobs j ON j.job_id = v.job_id
+             JOIN b ON b.shard = j.shard
+         )
+         SELECT batch_id, shard FROM b`,
+        [ins.id, ins.token, ins.nominal, ins.scheduled, owner, traces, fireShards],
       );
+      const batchOfShard = new Map(batches.rows.map((r) => [r.shard, Number(r.batch_id)]));
+      for (let i = 0; i < fires.length; i++) {
+        const f = fires[i]!;
+        fires[i] = { ...f, batchId: batchOfShard.get(f.shard)! };
+      }
     }
     if (skip.id.length > 0) {
       await client.query(
@@ -382,20 +399,19 @@ export class FireRepository {
     );
   }
 
-  /** Marks fires as confirmed on Kafka; they leave the outbox. */
-  async markEnqueued(keys: readonly FireKey[]): Promise<void> {
-    if (keys.length === 0) return;
+  /** Marks outbox batches as confirmed on Kafka (every fire of each was acknowledged). */
+  async markEnqueued(batchIds: readonly number[]): Promise<void> {
+    if (batchIds.length === 0) return;
     await this.pool.query(
-      `UPDATE fires f SET enqueued_at = now()
-         FROM unnest($1::text[], $2::bigint[]) AS k(job_id, fence_token)
-        WHERE f.job_id = k.job_id AND f.fence_token = k.fence_token AND f.enqueued_at IS NULL`,
-      [keys.map((k) => k.jobId), keys.map((k) => k.fenceToken)],
+      `UPDATE fire_batches SET enqueued_at = now() WHERE batch_id = ANY($1::bigint[]) AND enqueued_at IS NULL`,
+      [[...new Set(batchIds)]],
     );
   }
 
   /**
-   * Outbox rows of shards the caller holds that were claimed at least `minAgeMs` ago and are not
-   * confirmed: fires whose claimer died between commit and produce.
+   * Outbox batches of shards the caller holds that were claimed at least `minAgeMs` ago and are
+   * not confirmed — fires whose claimer died between commit and produce — oldest first, whole
+   * batches only, up to about `limit` fires (at least one batch).
    */
   async pendingFires(req: {
     owner: string;
@@ -405,26 +421,32 @@ export class FireRepository {
   }): Promise<ClaimedFire[]> {
     const { rows } = await this.pool.query<{
       shard: number;
+      batch_id: string;
       event: FireEventSnapshot;
       trace_context: TraceCarrier | null;
     }>(
-      `SELECT f.shard, f.event, f.trace_context
-         FROM fires f
-         JOIN shard_leases l ON l.shard = f.shard
-         JOIN unnest($1::int[], $2::bigint[]) AS o(shard, epoch) ON o.shard = l.shard AND o.epoch = l.epoch
-        WHERE l.owner = $3 AND l.expires_at > now()
-          AND f.enqueued_at IS NULL
-          -- Manual and replayed fires have no claimer publishing them: relay them at once.
-          AND (f.trigger <> 'SCHEDULE' OR f.claimed_at <= now() - make_interval(secs => $4::double precision / 1000))
-        ORDER BY f.claimed_at
-        LIMIT $5`,
+      `WITH pending AS (
+         SELECT b.batch_id, b.claimed_at, sum(b.fires) OVER (ORDER BY b.claimed_at, b.batch_id) - b.fires AS before
+           FROM fire_batches b
+           JOIN shard_leases l ON l.shard = b.shard
+           JOIN unnest($1::int[], $2::bigint[]) AS o(shard, epoch) ON o.shard = l.shard AND o.epoch = l.epoch
+          WHERE l.owner = $3 AND l.expires_at > now()
+            AND b.enqueued_at IS NULL
+            -- Manual and replayed fires have no claimer publishing them: relay them at once.
+            AND (b.trigger <> 'SCHEDULE' OR b.claimed_at <= now() - make_interval(secs => $4::double precision / 1000))
+       )
+       SELECT f.shard, f.batch_id, f.event, f.trace_context
+         FROM pending p
+         JOIN fires f ON f.batch_id = p.batch_id
+        WHERE p.before < $5
+        ORDER BY p.claimed_at, p.batch_id`,
       [req.shards.map((s) => s.shard), req.shards.map((s) => s.epoch), req.owner, req.minAgeMs, req.limit],
     );
     return rows.map((r) => {
       const event = fireEventFromSnapshot(r.event);
       // A relayed fire is published under the trace it was claimed in.
       bindTraceContext(event, r.trace_context ?? undefined);
-      return { shard: r.shard, event };
+      return { shard: r.shard, batchId: Number(r.batch_id), event };
     });
   }
 }

@@ -92,7 +92,7 @@ export class HistoryRepository {
       `SELECT * FROM (
          SELECT 'FIRE'::text AS kind, f.nominal_time AS at, f.fence_token AS seq, f.nominal_time AS first_nominal, 1::bigint AS occurrences,
                 NULL::text AS reason, f.trigger, f.scheduled_for, f.claimed_at, f.enqueued_at, r.status AS run_status, f.claimed_at AS recorded_at
-           FROM fires f LEFT JOIN job_runs r ON r.job_id = f.job_id AND r.fence_token = f.fence_token
+           FROM fire_log f LEFT JOIN job_runs r ON r.job_id = f.job_id AND r.fence_token = f.fence_token
           WHERE f.job_id = $1
          UNION ALL
          SELECT 'SKIP', s.last_nominal, s.id, s.first_nominal, s.occurrences,

@@ -385,7 +385,11 @@ class PgJobTransaction implements JobTransaction {
       [this.jobId],
     );
     // Fires still in the outbox stay: they were claimed before the delete and will be published.
-    await this.client.query('DELETE FROM fires WHERE job_id = $1 AND enqueued_at IS NOT NULL', [this.jobId]);
+    await this.client.query(
+      `DELETE FROM fires f USING fire_batches b
+        WHERE f.job_id = $1 AND b.batch_id = f.batch_id AND b.enqueued_at IS NOT NULL`,
+      [this.jobId],
+    );
     await this.client.query('DELETE FROM occurrence_skips WHERE job_id = $1', [this.jobId]);
   }
 
@@ -405,9 +409,13 @@ class PgJobTransaction implements JobTransaction {
     const span = startFireSpan(event, trigger, { shard: row.shard });
     const fireTrace = originCarrier(spanCarrier(span));
     span.end();
+    // A batch of its own: the relay publishes MANUAL and REPLAY batches at once.
     await this.client.query(
-      `INSERT INTO fires (job_id, fence_token, tenant_id, shard, nominal_time, scheduled_for, trigger, claimed_by, event, trace_context)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+      `WITH b AS (
+         INSERT INTO fire_batches (shard, trigger, claimed_by, fires) VALUES ($4, $7, $8, 1) RETURNING batch_id
+       )
+       INSERT INTO fires (job_id, fence_token, tenant_id, shard, nominal_time, scheduled_for, trigger, claimed_by, event, trace_context, batch_id)
+       SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, b.batch_id FROM b`,
       [
         event.jobId,
         event.fenceToken,
