@@ -1,0 +1,77 @@
+/**
+ * Sizes and connections of the suite, from the environment. The defaults fit the whole suite in
+ * about 15 minutes on a 2-core box; BENCH_QUICK=1 shrinks everything to a smoke run.
+ */
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+
+const QUICK = process.env.BENCH_QUICK === '1';
+const SCALE = Number(process.env.BENCH_SCALE ?? 1);
+
+function int(name: string, full: number, quick: number): number {
+  const raw = process.env[name];
+  if (raw !== undefined && raw !== '') return Number(raw);
+  return Math.max(1, Math.round((QUICK ? quick : full) * SCALE));
+}
+
+/** The repository root (results go to its bench/results), found upwards from the compiled file. */
+function repoRoot(from: string): string {
+  for (let dir = from; dir !== dirname(dir); dir = dirname(dir))
+    if (existsSync(join(dir, 'package.json'))) return dir;
+  return process.cwd();
+}
+
+export const config = {
+  quick: QUICK,
+  root: repoRoot(__dirname),
+  /** The build whose apps Tickwork runs: the dist next to this compiled file unless told otherwise. */
+  tickworkDist: process.env.TICKWORK_BENCH_DIST ?? join(__dirname, '..', '..'),
+  adminDatabaseUrl: process.env.BENCH_ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
+  redis: {
+    host: process.env.BENCH_REDIS_HOST ?? '127.0.0.1',
+    port: Number(process.env.BENCH_REDIS_PORT ?? 6379),
+    /** A database index of its own: the suite flushes only this one. */
+    db: Number(process.env.BENCH_REDIS_DB ?? 5),
+  },
+  kafkaBrokers: (process.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(','),
+  schemaRegistryUrl: process.env.SCHEMA_REGISTRY_URL ?? 'http://127.0.0.1:8081/apis/ccompat/v7',
+  kafkaLogDir: process.env.BENCH_KAFKA_LOG_DIR ?? join(repoRoot(__dirname), '.stack', 'kafka', 'data'),
+  /** Which systems and workloads to run (comma lists), e.g. BENCH_ONLY=tickwork,bullmq BENCH_WORKLOADS=W2,W3. */
+  only: process.env.BENCH_ONLY?.split(',').filter(Boolean),
+  workloads: (process.env.BENCH_WORKLOADS ?? 'W1,W2,W3,W4,W5').split(',').filter(Boolean),
+  /** Total handler concurrency per system, split over its two worker processes. */
+  concurrency: 100,
+  payloadBytes: 200,
+  w1: {
+    stored: int('BENCH_W1_STORED', 1_000_000, 20_000),
+    grownTo: int('BENCH_W1_GROW', 10_000_000, 60_000),
+    due: int('BENCH_W1_DUE', 1_000, 200),
+    peerPreload: int('BENCH_W1_PEER_PRELOAD', 1_000_000, 20_000),
+  },
+  w2: {
+    small: int('BENCH_W2_SMALL', 10_000, 1_000),
+    large: int('BENCH_W2_LARGE', 100_000, 3_000),
+    runs: int('BENCH_RUNS', 3, 1),
+    warmups: int('BENCH_WARMUPS', 1, 0),
+  },
+  w3: {
+    steps: (process.env.BENCH_W3_STEPS ?? (QUICK ? '500,1000' : '2500,5000,10000,20000'))
+      .split(',')
+      .map(Number),
+    stepSeconds: int('BENCH_W3_SECONDS', 10, 4),
+  },
+  w4: {
+    background: int('BENCH_W4_BACKGROUND', 1_000_000, 20_000),
+    herd: int('BENCH_W4_HERD', 10_000, 1_000),
+    idleSeconds: int('BENCH_W4_IDLE_SECONDS', 20, 5),
+  },
+  w5: {
+    schedules: int('BENCH_W5_SCHEDULES', 10_000, 500),
+    /** Every 5 s: a second-level pattern every system that has one can express. */
+    pattern: process.env.BENCH_W5_PATTERN ?? '*/5 * * * * *',
+    periodMs: 5_000,
+    seconds: int('BENCH_W5_SECONDS', 20, 11),
+  },
+};
+
+export type SuiteConfig = typeof config;

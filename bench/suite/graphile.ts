@@ -1,0 +1,94 @@
+/**
+ * Graphile Worker on PostgreSQL: jobs stored with addJobs and runAt, two worker processes at
+ * concurrency 50. "defaults" polls future jobs every 2 s (its default); "tuned" uses the
+ * documented throughput settings: pollInterval 250 ms, a local queue, completeJobBatchDelay 0.
+ */
+import { Logger, makeWorkerUtils, run, type WorkerUtils } from 'graphile-worker';
+import { config } from './config';
+import { payloadOf, type BenchJob, type BenchPayload, type Contender, type NamedProcess } from './contender';
+import { databaseUrl, dropDatabase, freshDatabase, postgresDurability } from './databases';
+import type { Execution } from './lateness';
+import { PeerProcesses } from './peer-processes';
+import type { WorkerRunner } from './peer-worker';
+import { versionOf } from './versions';
+
+const DATABASE = 'graphile';
+// Graphile logs every job at info level; only errors matter here.
+const quietLogger = new Logger(() => (level, message) => {
+  if (level === 'error') console.error(`graphile-worker: ${message}`);
+});
+
+export class GraphileContender implements Contender {
+  readonly system = 'graphile-worker' as const;
+  readonly version = versionOf('graphile-worker');
+  readonly label: string;
+  readonly settings: string;
+  durability = 'PostgreSQL';
+  private utils?: WorkerUtils;
+  private readonly workers: PeerProcesses;
+
+  constructor(tuned: boolean) {
+    this.label = `Graphile Worker (${tuned ? 'tuned' : 'defaults'})`;
+    this.settings = tuned
+      ? 'addJobs with runAt, 2 workers × concurrency 50, pollInterval 250 ms, localQueue size 100, completeJobBatchDelay 0'
+      : 'addJobs with runAt, 2 workers × concurrency 50, otherwise defaults (pollInterval 2 s)';
+    this.workers = new PeerProcesses('graphile-worker', { tuned, concurrency: config.concurrency / 2 });
+  }
+
+  async start(sink: (e: Execution) => void): Promise<void> {
+    const url = await freshDatabase(DATABASE);
+    this.durability = await postgresDurability(url);
+    this.utils = await makeWorkerUtils({ connectionString: url, logger: quietLogger });
+    await this.utils.migrate();
+    await this.workers.start(sink);
+  }
+
+  async enqueue(jobs: readonly BenchJob[]): Promise<void> {
+    for (let start = 0; start < jobs.length; start += 1_000)
+      await this.utils!.addJobs(
+        jobs.slice(start, start + 1_000).map((job) => ({
+          identifier: 'fire',
+          payload: payloadOf(job),
+          runAt: new Date(job.dueAt),
+        })),
+      );
+  }
+
+  async preloadBackground(n: number): Promise<void> {
+    const far = Date.now() + 365 * 86_400_000;
+    for (let start = 0; start < n; start += 10_000)
+      await this.enqueue(
+        Array.from({ length: Math.min(10_000, n - start) }, (_, k) => ({
+          run: 0,
+          index: start + k,
+          dueAt: far,
+        })),
+      );
+  }
+
+  processes(): NamedProcess[] {
+    return this.workers.processes();
+  }
+
+  async stop(): Promise<void> {
+    await this.workers.stop();
+    await this.utils?.release();
+    await dropDatabase(DATABASE);
+  }
+}
+
+export const runGraphileWorker: WorkerRunner = async (options, report) => {
+  const tuned = Boolean(options.tuned);
+  const runner = await run({
+    connectionString: databaseUrl(DATABASE),
+    concurrency: Number(options.concurrency),
+    noHandleSignals: true,
+    logger: quietLogger,
+    ...(tuned ? { pollInterval: 250 } : {}),
+    ...(tuned ? { preset: { worker: { localQueue: { size: 100 }, completeJobBatchDelay: 0 } } } : {}),
+    taskList: {
+      fire: async (payload) => report(payload as BenchPayload),
+    },
+  });
+  return () => runner.stop();
+};

@@ -1,0 +1,98 @@
+/**
+ * A few raw Redis commands over RESP (INFO, CONFIG GET, FLUSHDB on the suite's own db index):
+ * the suite needs no Redis client of its own for them.
+ */
+import { connect } from 'node:net';
+import { config } from './config';
+
+type Reply = string | number | null | Reply[];
+
+/** Parses one RESP reply at `at`; undefined when the buffer does not hold all of it yet. */
+function parse(buf: string, at: number): { value: Reply; next: number } | undefined {
+  const eol = buf.indexOf('\r\n', at);
+  if (eol < 0) return undefined;
+  const head = buf[at];
+  const line = buf.slice(at + 1, eol);
+  if (head === '+' || head === '-') return { value: line, next: eol + 2 };
+  if (head === ':') return { value: Number(line), next: eol + 2 };
+  if (head === '$') {
+    const len = Number(line);
+    if (len < 0) return { value: null, next: eol + 2 };
+    // Lengths are in bytes; the replies read here are ASCII.
+    if (buf.length < eol + 2 + len + 2) return undefined;
+    return { value: buf.slice(eol + 2, eol + 2 + len), next: eol + 2 + len + 2 };
+  }
+  if (head === '*') {
+    const items: Reply[] = [];
+    let next = eol + 2;
+    for (let i = 0; i < Number(line); i++) {
+      const item = parse(buf, next);
+      if (!item) return undefined;
+      items.push(item.value);
+      next = item.next;
+    }
+    return { value: items, next };
+  }
+  throw new Error(`unexpected Redis reply ${JSON.stringify(buf.slice(at, at + 40))}`);
+}
+
+/** Runs the commands in order on the suite's db index; resolves with the last reply. */
+export function redis(...commands: string[][]): Promise<Reply> {
+  const all = [['SELECT', String(config.redis.db)], ...commands];
+  return new Promise((resolve, reject) => {
+    const socket = connect(config.redis.port, config.redis.host);
+    let buf = '';
+    socket.setTimeout(5_000, () => {
+      socket.destroy();
+      reject(new Error('Redis did not answer'));
+    });
+    socket.on('error', reject);
+    socket.on('data', (c) => {
+      buf += c.toString('latin1');
+      const replies: Reply[] = [];
+      let at = 0;
+      while (replies.length < all.length) {
+        const r = parse(buf, at);
+        if (!r) return;
+        replies.push(r.value);
+        at = r.next;
+      }
+      socket.destroy();
+      resolve(replies[replies.length - 1]!);
+    });
+    socket.write(
+      all
+        .map((cmd) => `*${cmd.length}\r\n${cmd.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join('')}`)
+        .join(''),
+    );
+  });
+}
+
+export async function redisInfo(): Promise<Record<string, string>> {
+  try {
+    const text = String(await redis(['INFO']));
+    const info: Record<string, string> = {};
+    for (const line of text.split('\r\n')) {
+      const i = line.indexOf(':');
+      if (i > 0) info[line.slice(0, i)] = line.slice(i + 1);
+    }
+    return info;
+  } catch {
+    return {};
+  }
+}
+
+/** What a Redis-backed figure can lose on a crash: AOF and RDB settings as configured. */
+export async function redisDurability(): Promise<string> {
+  const info = await redisInfo();
+  const aof = (await redis(['CONFIG', 'GET', 'appendonly'])) as string[];
+  const fsync = (await redis(['CONFIG', 'GET', 'appendfsync'])) as string[];
+  const save = (await redis(['CONFIG', 'GET', 'save'])) as string[];
+  const persistence =
+    aof[1] === 'yes'
+      ? `AOF ${fsync[1]}`
+      : save[1]
+        ? `RDB snapshots only (save "${save[1]}")`
+        : 'no persistence (no AOF, no RDB)';
+  return `Redis ${info.redis_version ?? ''}: ${persistence}`;
+}

@@ -1,0 +1,262 @@
+/**
+ * The results: bench/results/<date>-<host>.json (every raw figure) and .md (tables per workload
+ * with versions, settings and durability, Tickwork/peer ratios from the same run, and plain
+ * statements of where Tickwork loses), plus the PNG charts.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { renderCharts } from './charts';
+import { config } from './config';
+import type { Contender } from './contender';
+import type { StoreScaleResult } from './store-scale';
+import type { HerdResult, RateStep, RecurringResult } from './workloads';
+
+export interface SuiteResults {
+  date: string;
+  host: string;
+  cpus: number;
+  memoryGb: number;
+  node: string;
+  quick: boolean;
+  config: object;
+  contenders: Record<string, { system: string; version: string; settings: string; durability: string }>;
+  w2: Record<string, { small: HerdResult[]; large?: HerdResult; largeSkipped?: string }>;
+  w3: Record<string, RateStep[]>;
+  w1w4: Record<string, StoreScaleResult>;
+  w5: Record<string, RecurringResult | { skipped: string }>;
+  durationsSec: Record<string, number>;
+}
+
+/** Records who ran, with the durability it reported once started. */
+export function noteContender(results: SuiteResults, c: Contender): void {
+  results.contenders[c.label] = {
+    system: c.system,
+    version: c.version,
+    settings: c.settings,
+    durability: c.durability,
+  };
+}
+
+const TICKWORK = 'Tickwork (Kafka target)';
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? (s[Math.floor((s.length - 1) / 2)]! + s[Math.ceil((s.length - 1) / 2)]!) / 2 : NaN;
+};
+const sec = (ms: number) => (Number.isFinite(ms) ? (ms / 1000).toFixed(2) : '—');
+const ms = (x: number) => (Number.isFinite(x) ? `${Math.round(x)}` : '—');
+const ratio = (t: number, p: number) =>
+  Number.isFinite(t) && Number.isFinite(p) && p > 0 ? `${(t / p).toFixed(2)}×` : '—';
+
+/** Median and range over the measured (non-warm-up) herds. */
+function herdFigures(runs: HerdResult[]) {
+  const m = runs.filter((r) => !r.warmup);
+  const drains = m.map((r) => r.drainMs);
+  const pick = (f: (r: HerdResult) => number) => median(m.map(f));
+  return {
+    runs: m.length,
+    drainMedian: drains.some((d) => !Number.isFinite(d)) ? NaN : median(drains),
+    drainRange:
+      drains.every(Number.isFinite) && m.length > 1
+        ? `${sec(Math.min(...drains))}–${sec(Math.max(...drains))}`
+        : '',
+    p50: pick((r) => r.lateness.p50),
+    p99: pick((r) => r.lateness.p99),
+    max: Math.max(...m.map((r) => r.lateness.max)),
+    missing: m.reduce((a, r) => a + r.lateness.missing, 0),
+    duplicates: m.reduce((a, r) => a + r.lateness.duplicates, 0),
+    preloadPerSec: pick((r) => r.preloadPerSec),
+    cpu: pick((r) => r.resources.cpuPctTotalMean),
+  };
+}
+
+function w2Section(r: SuiteResults, losses: string[]): string[] {
+  const lines = ['## W2 — herd: N one-shot jobs all due at T0', ''];
+  const tw = r.w2[TICKWORK];
+  for (const size of ['small', 'large'] as const) {
+    const n = size === 'small' ? config.w2.small : config.w2.large;
+    lines.push(
+      `### ${n.toLocaleString('en')} jobs`,
+      '',
+      '| system | runs | drain (last start − T0) median (range) s | lateness p50 / p99 / max ms | missing | duplicates | store rate jobs/s | CPU % (workers + driver) | Tickwork/this drain |',
+      '|---|---|---|---|---|---|---|---|---|',
+    );
+    const twf = tw ? herdFigures(size === 'small' ? tw.small : tw.large ? [tw.large] : []) : undefined;
+    for (const [label, e] of Object.entries(r.w2)) {
+      const runs = size === 'small' ? e.small : e.large ? [e.large] : [];
+      if (runs.length === 0) {
+        if (size === 'large') lines.push(`| ${label} | — | skipped: ${e.largeSkipped ?? ''} | | | | | | |`);
+        continue;
+      }
+      const f = herdFigures(runs);
+      const drain = Number.isFinite(f.drainMedian)
+        ? `${sec(f.drainMedian)}${f.drainRange ? ` (${f.drainRange})` : ''}`
+        : 'not drained';
+      lines.push(
+        `| ${label} | ${f.runs} | ${drain} | ${ms(f.p50)} / ${ms(f.p99)} / ${ms(f.max)} | ${f.missing} | ${f.duplicates} | ${ms(f.preloadPerSec)} | ${f.cpu.toFixed(0)} | ${label === TICKWORK ? '' : ratio(twf?.drainMedian ?? NaN, f.drainMedian)} |`,
+      );
+      if (twf && label !== TICKWORK && !label.startsWith('Tickwork')) {
+        if (Number.isFinite(f.drainMedian) && !(twf.drainMedian <= f.drainMedian))
+          losses.push(
+            `W2 ${n.toLocaleString('en')}: ${label} drains the herd faster (${sec(f.drainMedian)} s vs ${sec(twf.drainMedian)} s).`,
+          );
+        if (f.p99 < twf.p99 && f.missing === 0)
+          losses.push(
+            `W2 ${n.toLocaleString('en')}: ${label} has lower p99 lateness (${ms(f.p99)} ms vs ${ms(twf.p99)} ms).`,
+          );
+      }
+    }
+    lines.push('');
+  }
+  lines.push(
+    'Missing = jobs of the herd that had not run by the deadline (T0 + 20–60 s); a peer that did not drain is restarted with fresh state before its next run.',
+    '',
+  );
+  return lines;
+}
+
+function w3Section(r: SuiteResults, losses: string[]): string[] {
+  const lines = [
+    `## W3 — sustained open-loop rate (${config.w3.stepSeconds} s per step)`,
+    '',
+    'Jobs become due at the step rate, each stored ~1 s before its due time; a step is kept up when every job ran within 3 s of the step end and p99 lateness < 1 s. Stepping stops at the first step not kept up.',
+    '',
+    '| system | highest step kept up | ' +
+      config.w3.steps.map((s) => `${s}/s: achieved, p99 ms`).join(' | ') +
+      ' |',
+    '|---|---|' + config.w3.steps.map(() => '---|').join(''),
+  ];
+  const highest = (steps: RateStep[]) =>
+    Math.max(0, ...steps.filter((s) => s.keptUp).map((s) => s.targetPerSec));
+  const tw = r.w3[TICKWORK];
+  for (const [label, steps] of Object.entries(r.w3)) {
+    const cells = config.w3.steps.map((rate) => {
+      const s = steps.find((x) => x.targetPerSec === rate);
+      return s ? `${s.achievedPerSec}, ${ms(s.lateness.p99)}${s.keptUp ? '' : ' ✗'}` : 'not run';
+    });
+    lines.push(`| ${label} | ${highest(steps) || 'none'} | ${cells.join(' | ')} |`);
+    if (tw && label !== TICKWORK && highest(steps) > highest(tw))
+      losses.push(`W3: ${label} keeps up with a higher rate (${highest(steps)}/s vs ${highest(tw)}/s).`);
+  }
+  lines.push('');
+  return lines;
+}
+
+function w1w4Section(r: SuiteResults, losses: string[]): string[] {
+  const lines = [
+    '## W1 / W4 — store scale and cost of a big store',
+    '',
+    '| system | stored | bulk store rate /s | idle CPU % of a core (workers) | idle Redis cmd/s | idle PG xact/s | herd of ' +
+      `${config.w4.herd.toLocaleString('en')} on top: drain s, p99 ms | RSS max MB (per process) |`,
+    '|---|---|---|---|---|---|---|---|',
+  ];
+  const tw = r.w1w4[TICKWORK];
+  for (const [label, e] of Object.entries(r.w1w4)) {
+    const rss = Object.entries(e.idle.rssMbMax)
+      .map(([n, v]) => `${n.replace(/^.* /, '')} ${v}`)
+      .join(', ');
+    lines.push(
+      `| ${label} | ${e.background.toLocaleString('en')} | ${e.preloadPerSec} | ${e.idle.cpuPctTotalMean} | ${e.idle.redisOpsPerSecMean} | ${e.idle.pgXactPerSecMean} | ${sec(e.herdOnTop.drainMs)}, ${ms(e.herdOnTop.lateness.p99)} | ${rss} |`,
+    );
+    if (tw && label !== TICKWORK) {
+      if (e.preloadPerSec > tw.preloadPerSec)
+        losses.push(`W1: ${label} stores faster (${e.preloadPerSec}/s vs ${tw.preloadPerSec}/s).`);
+      if (e.idle.cpuPctTotalMean < tw.idle.cpuPctTotalMean)
+        losses.push(
+          `W4: ${label} idles cheaper (${e.idle.cpuPctTotalMean}% vs ${tw.idle.cpuPctTotalMean}% of a core).`,
+        );
+      if (e.herdOnTop.drained && !(tw.herdOnTop.drainMs <= e.herdOnTop.drainMs))
+        losses.push(
+          `W4: ${label} drains the herd over the big store faster (${sec(e.herdOnTop.drainMs)} s vs ${sec(tw.herdOnTop.drainMs)} s).`,
+        );
+    }
+  }
+  lines.push('');
+  if (tw?.dueScans) {
+    const [a, b] = tw.dueScans;
+    lines.push(
+      `Tickwork due-scan (the claim path's tenant walk + fair fetch, ${a?.due} due, rolled back): ` +
+        tw.dueScans
+          .map(
+            (s) =>
+              `${s.stored.toLocaleString('en')} stored: p50 ${s.p50Ms.toFixed(1)} ms, p99 ${s.p99Ms.toFixed(1)} ms`,
+          )
+          .join('; ') +
+        (a && b
+          ? `; ratio ${(b.p50Ms / a.p50Ms).toFixed(2)}× for ${(b.stored / a.stored).toFixed(0)}× the rows (target ≤ 2×). Growth loaded at ${tw.growPerSec}/s.`
+          : ''),
+      '',
+    );
+  }
+  return lines;
+}
+
+function w5Section(r: SuiteResults, losses: string[]): string[] {
+  const lines = [
+    `## W5 — native recurring schedules (${config.w5.schedules.toLocaleString('en')} on \`${config.w5.pattern}\`)`,
+    '',
+    '| system | created in ms | occurrences run / expected | lateness p50 / p99 / max ms | duplicates |',
+    '|---|---|---|---|---|',
+  ];
+  const tw = r.w5[TICKWORK];
+  for (const [label, e] of Object.entries(r.w5)) {
+    if ('skipped' in e) {
+      lines.push(`| ${label} | skipped: ${e.skipped} | | | |`);
+      continue;
+    }
+    const l = e.lateness;
+    lines.push(
+      `| ${label} | ${e.createMs} | ${l.executed} / ${l.expected} | ${ms(l.p50)} / ${ms(l.p99)} / ${ms(l.max)} | ${l.duplicates} |`,
+    );
+    if (tw && !('skipped' in tw) && label !== TICKWORK && l.p99 < tw.lateness.p99)
+      losses.push(
+        `W5: ${label} fires its recurring schedules closer to time (p99 ${ms(l.p99)} ms vs ${ms(tw.lateness.p99)} ms).`,
+      );
+  }
+  lines.push('');
+  return lines;
+}
+
+export async function writeReport(r: SuiteResults, opts: { charts?: boolean } = {}): Promise<string[]> {
+  // Smoke runs go to bench/results/tmp (ignored by git): their figures are not to be quoted.
+  const dir = join(config.root, 'bench', 'results', ...(r.quick ? ['tmp'] : []));
+  mkdirSync(dir, { recursive: true });
+  const base = `${r.date.slice(0, 10)}-${r.host}${r.quick ? '-quick' : ''}`;
+  const losses: string[] = [];
+  const sections = [
+    ...(Object.keys(r.w2).length ? w2Section(r, losses) : []),
+    ...(Object.keys(r.w3).length ? w3Section(r, losses) : []),
+    ...(Object.keys(r.w1w4).length ? w1w4Section(r, losses) : []),
+    ...(Object.keys(r.w5).length ? w5Section(r, losses) : []),
+  ];
+  const charts = opts.charts ? await renderCharts(r, dir, base) : [];
+  const md = [
+    `# Tickwork side by side — ${r.date} on ${r.host} (${r.cpus} CPUs, ${r.memoryGb} GB, Node ${r.node})`,
+    '',
+    `Reproduce: \`npm run bench\`${r.quick ? ' (this was a BENCH_QUICK smoke run: tiny sizes, not figures to quote)' : ''}. Same box, same services, one run, systems in turn. ` +
+      'Budget for everyone: 2 worker processes, total handler concurrency 100; payload ~200 bytes. ' +
+      'Lateness = handler start − nominal scheduled time, recorded in an HDR histogram (hdr-histogram-js); every job id is counted, so missing and duplicate executions are too. ' +
+      `Runs: ${config.w2.warmups} warm-up + ${config.w2.runs} measured runs for the ${config.w2.small.toLocaleString('en')} herd (defaults variants: 1 run); ` +
+      '1 run for the expensive workloads (large herd, W1/W4, W3 steps, W5), to fit the suite in ~15 minutes. Within a system, runs share its processes and use fresh job ids; each system starts from a fresh database / Redis db.',
+    '',
+    '| system | version | settings | durability |',
+    '|---|---|---|---|',
+    ...Object.entries(r.contenders).map(
+      ([label, c]) => `| ${label} | ${c.version} | ${c.settings} | ${c.durability} |`,
+    ),
+    '',
+    ...charts.map((f) => `![${f}](${f})`),
+    '',
+    '## Where Tickwork loses',
+    '',
+    ...(losses.length ? losses.map((l) => `- ${l}`) : ['- Nowhere in this run.']),
+    '',
+    ...sections,
+    `Durations (s): ${Object.entries(r.durationsSec)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}.`,
+    '',
+  ].join('\n');
+  writeFileSync(join(dir, `${base}.json`), JSON.stringify(r, null, 2));
+  writeFileSync(join(dir, `${base}.md`), md);
+  return [`${base}.md`, `${base}.json`, ...charts];
+}

@@ -1,0 +1,144 @@
+/**
+ * The 1 s resource sampler: CPU % and RSS of each named process (from /proc), Redis memory and
+ * commands/s, the suite's PostgreSQL databases' size and transactions/s,
+ * and the size of the suite's Kafka topics on disk.
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { createPool, type Pool } from '@tickwork/store';
+import { config } from './config';
+import type { NamedProcess } from './contender';
+import { redisInfo } from './redis';
+
+export interface Sample {
+  /** Seconds since the sampler started. */
+  readonly t: number;
+  readonly cpuPct: Record<string, number>;
+  readonly rssMb: Record<string, number>;
+  readonly redisMb: number;
+  readonly redisOpsPerSec: number;
+  readonly pgMb: number;
+  readonly pgXactPerSec: number;
+  readonly kafkaMb: number;
+}
+
+export interface ResourceSummary {
+  /** Mean CPU % of a core per process, and of all of them together. */
+  readonly cpuPctMean: Record<string, number>;
+  readonly cpuPctTotalMean: number;
+  readonly rssMbMax: Record<string, number>;
+  readonly redisMbMax: number;
+  readonly redisOpsPerSecMean: number;
+  readonly pgMbMax: number;
+  readonly pgXactPerSecMean: number;
+  readonly kafkaMbMax: number;
+}
+
+const TICKS_PER_SEC = 100;
+const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN);
+const round1 = (x: number) => Math.round(x * 10) / 10;
+
+function cpuTicks(pid: number): number {
+  try {
+    // Fields after the command name (which may hold spaces): utime is the 14th field, stime the 15th.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return NaN;
+  }
+}
+
+function rssMb(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Math.round(Number(m[1]) / 1024) : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+function kafkaMb(): number {
+  // Only the suite's own topics (prefix bench.suite.): the broker holds other people's data too.
+  let bytes = 0;
+  try {
+    for (const dir of readdirSync(config.kafkaLogDir))
+      if (dir.startsWith('bench.suite.'))
+        for (const f of readdirSync(join(config.kafkaLogDir, dir)))
+          bytes += statSync(join(config.kafkaLogDir, dir, f)).size;
+  } catch {
+    return NaN;
+  }
+  return Math.round(bytes / 2 ** 20);
+}
+
+export class ResourceSampler {
+  readonly samples: Sample[] = [];
+  private timer?: NodeJS.Timeout;
+  private readonly pool: Pool = createPool(config.adminDatabaseUrl, { max: 1 });
+  private last?: { at: number; ticks: Map<number, number>; redisOps: number; xacts: number };
+  private readonly started = Date.now();
+
+  constructor(private readonly processes: readonly NamedProcess[]) {}
+
+  start(): void {
+    void this.sample();
+    this.timer = setInterval(() => void this.sample(), 1_000);
+  }
+
+  private async sample(): Promise<void> {
+    const at = Date.now();
+    const ticks = new Map(this.processes.map((p) => [p.pid, cpuTicks(p.pid)]));
+    const [info, pg] = await Promise.all([
+      redisInfo(),
+      this.pool
+        .query<{ bytes: string; xacts: string }>(
+          `SELECT coalesce(sum(pg_database_size(datname)), 0) AS bytes, coalesce(sum(xact_commit + xact_rollback), 0) AS xacts
+             FROM pg_stat_database WHERE datname LIKE 'bench_suite_%'`,
+        )
+        .then((r) => r.rows[0]!)
+        .catch(() => ({ bytes: 'NaN', xacts: 'NaN' })),
+    ]);
+    const redisOps = Number(info.total_commands_processed);
+    const xacts = Number(pg.xacts);
+    const prev = this.last;
+    this.last = { at, ticks, redisOps, xacts };
+    if (!prev) return;
+    const secs = (at - prev.at) / 1000;
+    const cpuPct: Record<string, number> = {};
+    const rss: Record<string, number> = {};
+    for (const p of this.processes) {
+      cpuPct[p.name] = round1(((ticks.get(p.pid)! - prev.ticks.get(p.pid)!) / TICKS_PER_SEC / secs) * 100);
+      rss[p.name] = rssMb(p.pid);
+    }
+    this.samples.push({
+      t: Math.round((at - this.started) / 100) / 10,
+      cpuPct,
+      rssMb: rss,
+      redisMb: Math.round(Number(info.used_memory) / 2 ** 20),
+      redisOpsPerSec: Math.round((redisOps - prev.redisOps) / secs),
+      pgMb: Math.round(Number(pg.bytes) / 2 ** 20),
+      pgXactPerSec: Math.round((xacts - prev.xacts) / secs),
+      kafkaMb: kafkaMb(),
+    });
+  }
+
+  async stop(): Promise<ResourceSummary> {
+    clearInterval(this.timer);
+    await this.sample();
+    await this.pool.end();
+    const s = this.samples;
+    const names = this.processes.map((p) => p.name);
+    const cpuPctMean = Object.fromEntries(names.map((n) => [n, round1(mean(s.map((x) => x.cpuPct[n]!)))]));
+    return {
+      cpuPctMean,
+      cpuPctTotalMean: round1(Object.values(cpuPctMean).reduce((a, b) => a + b, 0)),
+      rssMbMax: Object.fromEntries(names.map((n) => [n, Math.max(...s.map((x) => x.rssMb[n]!))])),
+      redisMbMax: Math.max(...s.map((x) => x.redisMb)),
+      redisOpsPerSecMean: Math.round(mean(s.map((x) => x.redisOpsPerSec))),
+      pgMbMax: Math.max(...s.map((x) => x.pgMb)),
+      pgXactPerSecMean: Math.round(mean(s.map((x) => x.pgXactPerSec))),
+      kafkaMbMax: Math.max(...s.map((x) => x.kafkaMb)),
+    };
+  }
+}

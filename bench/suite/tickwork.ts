@@ -1,0 +1,323 @@
+/**
+ * Tickwork, the real product on its full path: jobs stored in PostgreSQL, one scheduler process
+ * claims them (outbox, fence) and publishes fire events to Kafka (acks=all), one executor process
+ * (concurrency 100) runs them through its ledger and publishes results. The handler is the
+ * target, in this bench process: a Kafka topic consumed here, or a no-op webhook receiver here.
+ * Lateness = handler start − the fire's `tickwork-scheduled-for` (the nominal time; no jitter).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import {
+  DEFAULT_POLICIES,
+  nextOccurrenceAfter,
+  policiesToWire,
+  scheduleToWire,
+  shardOf,
+  targetToWire,
+  type Target,
+} from '@tickwork/domain';
+import { createKafkaBus, type MessageConsumer } from '@tickwork/messaging';
+import { createPool, migrate, type Pool } from '@tickwork/store';
+import { config } from './config';
+import {
+  executionOf,
+  jobKey,
+  payloadOf,
+  type BenchJob,
+  type BenchPayload,
+  type Contender,
+  type NamedProcess,
+} from './contender';
+import { dropDatabase, freshDatabase, postgresDurability } from './databases';
+import type { Execution } from './lateness';
+
+const SHARDS = 12;
+const TENANTS = 20;
+const DATABASE = 'tickwork';
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export type TickworkTarget = 'kafka' | 'webhook';
+
+export class TickworkContender implements Contender {
+  readonly system = 'tickwork' as const;
+  readonly version: string;
+  readonly label: string;
+  readonly settings: string;
+  durability = 'PostgreSQL; Kafka acks=all';
+  pool?: Pool;
+  private apps: { name: string; child: ChildProcess; log: string }[] = [];
+  private consumer?: MessageConsumer;
+  private receiver?: Server;
+  private prefix = '';
+  private url = '';
+  private target?: Target;
+
+  constructor(private readonly targetKind: TickworkTarget) {
+    this.version = (
+      JSON.parse(readFileSync(join(config.root, 'package.json'), 'utf8')) as { version: string }
+    ).version;
+    this.label = `Tickwork (${targetKind === 'kafka' ? 'Kafka target' : 'webhook target'})`;
+    this.settings = `1 scheduler + 1 executor (concurrency ${config.concurrency}), ${SHARDS} shards, product defaults; full path: outbox, fire event, executor ledger, result event; handler = ${targetKind === 'kafka' ? 'consumer of the target topic' : 'no-op HTTP receiver'} in the bench process`;
+  }
+
+  async start(sink: (e: Execution) => void): Promise<void> {
+    await this.openStore(sink);
+    await this.startApps();
+  }
+
+  /** A fresh database and topic prefix, and the handler; no apps yet (W1 scans a still store). */
+  async openStore(sink: (e: Execution) => void): Promise<void> {
+    this.url = await freshDatabase(DATABASE);
+    this.durability = `${await postgresDurability(this.url)}; Kafka acks=all`;
+    this.pool = createPool(this.url, { max: 4, statementTimeoutMs: 900_000 });
+    await migrate(this.pool);
+    this.prefix = `bench.suite.${Date.now()}`;
+    this.target = await (this.targetKind === 'kafka' ? this.startConsumer(sink) : this.startReceiver(sink));
+  }
+
+  async startApps(): Promise<void> {
+    const url = this.url;
+    const env = {
+      PATH: process.env.PATH ?? '',
+      DATABASE_URL: url,
+      KAFKA_BROKERS: config.kafkaBrokers.join(','),
+      SCHEMA_REGISTRY_URL: config.schemaRegistryUrl,
+      TICKWORK_TOPIC_PREFIX: this.prefix,
+      TICKWORK_SHARDS: String(SHARDS),
+      TICKWORK_EXECUTOR_CONCURRENCY: String(config.concurrency),
+      TICKWORK_SCHEDULER_PORT: '0',
+      TICKWORK_EXECUTOR_PORT: '0',
+      TICKWORK_WEBHOOK_ALLOW: '127.0.0.1',
+    };
+    // The scheduler provisions the topics; the executor starts once they exist.
+    await this.spawnApp('scheduler', env, /holding shards \[\d/);
+    await this.spawnApp('executor', env, /assigned fires partitions \[\d/);
+  }
+
+  private async spawnApp(name: 'scheduler' | 'executor', env: Record<string, string>, ready: RegExp) {
+    const main = join(config.tickworkDist, 'apps', name, 'src', 'main.js');
+    const flags = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+    const child = spawn(process.execPath, [...flags, main], {
+      env: { ...env, TICKWORK_INSTANCE_ID: `bench-suite-${name}` },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const app = { name, child, log: '' };
+    const keep = (c: Buffer) => (app.log = (app.log + c.toString()).slice(-20_000));
+    child.stdout!.on('data', keep);
+    child.stderr!.on('data', keep);
+    this.apps.push(app);
+    const deadline = Date.now() + 90_000;
+    while (!ready.test(app.log)) {
+      if (child.exitCode !== null || Date.now() > deadline)
+        throw new Error(`tickwork ${name} did not start:\n${app.log.slice(-3_000)}`);
+      await sleep(100);
+    }
+  }
+
+  private async startConsumer(sink: (e: Execution) => void): Promise<Target> {
+    const topic = `${this.prefix}.sink`;
+    const bus = createKafkaBus({
+      brokers: config.kafkaBrokers,
+      clientId: 'bench-suite',
+      ssl: false,
+      sasl: null,
+    });
+    const admin = await bus.admin();
+    await admin.createTopics([{ name: topic, partitions: 12, replicationFactor: 1, configs: {} }]);
+    await admin.disconnect();
+    this.consumer = await bus.consumer({
+      groupId: `${this.prefix}.handler`,
+      topics: [topic],
+      fromBeginning: true,
+      maxWaitTimeMs: 50,
+      partitionsConsumedConcurrently: 12,
+    });
+    let assigned = false;
+    await this.consumer.start({
+      onAssignment: () => void (assigned = true),
+      onBatch: async (batch) => {
+        const at = Date.now();
+        for (const m of batch.messages) {
+          const payload = JSON.parse(m.value!.toString()) as BenchPayload;
+          const due = Date.parse(m.headers['tickwork-scheduled-for'] ?? '');
+          sink(executionOf({ ...payload, due }, at));
+          batch.markProcessed(m.offset);
+        }
+      },
+    });
+    while (!assigned) await sleep(100);
+    return { type: 'kafka', topic, key: null, headers: {} };
+  }
+
+  private async startReceiver(sink: (e: Execution) => void): Promise<Target> {
+    this.receiver = createServer((req, res) => {
+      const at = Date.now();
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const payload = JSON.parse(Buffer.concat(chunks).toString()) as BenchPayload;
+        const due = Date.parse(String(req.headers['tickwork-scheduled-for']));
+        sink(executionOf({ ...payload, due }, at));
+        res.statusCode = 204;
+        res.end();
+      });
+    });
+    await new Promise<void>((resolve) => this.receiver!.listen(0, '127.0.0.1', resolve));
+    const { port } = this.receiver.address() as AddressInfo;
+    return {
+      type: 'webhook',
+      url: `http://127.0.0.1:${port}/hook`,
+      method: 'POST',
+      headers: {},
+      timeoutMs: 10_000,
+      successStatus: { min: 200, max: 299 },
+    };
+  }
+
+  /** Stores one-shot jobs with set-based INSERTs of 10,000 rows (arrays unnested server-side). */
+  async enqueue(jobs: readonly BenchJob[]): Promise<void> {
+    const schedule = JSON.stringify(scheduleToWire({ kind: 'once', at: new Date(0) }));
+    const target = JSON.stringify(targetToWire(this.target!));
+    const policies = JSON.stringify(policiesToWire(DEFAULT_POLICIES));
+    for (let start = 0; start < jobs.length; start += 10_000) {
+      const chunk = jobs.slice(start, start + 10_000);
+      const ids = chunk.map(jobKey);
+      await this.pool!.query(
+        `INSERT INTO jobs (job_id, tenant_id, shard, schedule_kind, schedule, status, next_run_at, next_nominal_at, target, payload, policies)
+         SELECT v.id, 'tenant-' || (v.n % ${TENANTS}), v.shard, 'once', $4::jsonb, 'SCHEDULED', v.at, v.at, $5::jsonb, v.payload, $6::jsonb
+           FROM unnest($1::text[], $2::int[], $3::timestamptz[], $7::jsonb[]) WITH ORDINALITY AS v(id, shard, at, payload, n)`,
+        [
+          ids,
+          ids.map((id) => shardOf(id, SHARDS)),
+          chunk.map((j) => new Date(j.dueAt)),
+          schedule,
+          target,
+          policies,
+          chunk.map((j) => JSON.stringify(payloadOf(j))),
+        ],
+      );
+    }
+  }
+
+  /**
+   * Background schedules due in a year, generated server-side (the fastest bulk path PostgreSQL
+   * has after COPY). Their shard is n mod 12 rather than the id's hash: they are never claimed.
+   */
+  async preloadBackground(n: number, from = 0): Promise<void> {
+    const schedule = JSON.stringify(scheduleToWire({ kind: 'once', at: new Date(0) }));
+    const target = JSON.stringify(targetToWire(this.target!));
+    const policies = JSON.stringify(policiesToWire(DEFAULT_POLICIES));
+    const far = new Date(Date.now() + 365 * 86_400_000);
+    for (let start = from; start < from + n; start += 500_000) {
+      const end = Math.min(from + n, start + 500_000);
+      await this.pool!.query(
+        `INSERT INTO jobs (job_id, tenant_id, shard, schedule_kind, schedule, status, next_run_at, next_nominal_at, target, payload, policies)
+         SELECT 'bg-' || g, 'tenant-' || (g % ${TENANTS}), g % ${SHARDS}, 'once', $3::jsonb, 'SCHEDULED', $4, $4, $5::jsonb,
+                jsonb_build_object('r', 0, 'i', g, 'due', 0, 'pad', repeat('x', 150)), $6::jsonb
+           FROM generate_series($1::bigint, $2::bigint - 1) AS g`,
+        [start, end, schedule, far, target, policies],
+      );
+    }
+    await this.pool!.query('ANALYZE jobs');
+  }
+
+  /** Cron jobs on one pattern, first due at their next occurrence. */
+  async recurring(n: number, pattern: string, run: number): Promise<void> {
+    const expression = pattern;
+    const schedule = JSON.stringify(
+      scheduleToWire({ kind: 'cron', expression, timeZone: 'UTC', dstGap: 'AUTO', dstRepeat: 'AUTO' }),
+    );
+    const target = JSON.stringify(targetToWire(this.target!));
+    const policies = JSON.stringify(policiesToWire(DEFAULT_POLICIES));
+    const first = new Date(
+      nextOccurrenceAfter(
+        { kind: 'cron', expression, timeZone: 'UTC', dstGap: 'AUTO', dstRepeat: 'AUTO' },
+        Date.now() + 1_000,
+      )!,
+    );
+    const ids = Array.from({ length: n }, (_, i) => `cron-r${run}-${i}`);
+    await this.pool!.query(
+      `INSERT INTO jobs (job_id, tenant_id, shard, schedule_kind, schedule, status, next_run_at, next_nominal_at, target, payload, policies)
+       SELECT v.id, 'tenant-' || (v.n % ${TENANTS}), v.shard, 'cron', $3::jsonb, 'SCHEDULED', $4, $4, $5::jsonb,
+              jsonb_build_object('r', ${run}, 'i', v.n - 1, 'due', 0, 'pad', repeat('x', 150)), $6::jsonb
+         FROM unnest($1::text[], $2::int[]) WITH ORDINALITY AS v(id, shard, n)`,
+      [ids, ids.map((id) => shardOf(id, SHARDS)), schedule, first, target, policies],
+    );
+  }
+
+  /** Deletes the jobs of a run (W1's due rows, scanned but never meant to fire). */
+  async forget(run: number): Promise<void> {
+    await this.pool!.query(`DELETE FROM jobs WHERE job_id LIKE $1`, [`r${run}-%`]);
+  }
+
+  /** The due-scan of the claim path (tenant walk, then a fair share of due rows), timed and rolled back. */
+  async dueScanMs(limit: number, runs: number): Promise<number[]> {
+    const shards = Array.from({ length: SHARDS }, (_, i) => i);
+    const times: number[] = [];
+    for (let r = 0; r < runs; r++) {
+      const client = await this.pool!.connect();
+      try {
+        await client.query('BEGIN');
+        const t = process.hrtime.bigint();
+        const tenants = await client.query<{ shard: number; tenant_id: string }>(
+          `WITH RECURSIVE t(shard, tenant_id) AS (
+             SELECT s, (SELECT tenant_id FROM jobs WHERE shard = s AND status = 'SCHEDULED' ORDER BY tenant_id LIMIT 1) FROM unnest($1::int[]) AS s
+             UNION ALL
+             SELECT t.shard, (SELECT j.tenant_id FROM jobs j WHERE j.shard = t.shard AND j.status = 'SCHEDULED' AND j.tenant_id > t.tenant_id ORDER BY j.tenant_id LIMIT 1)
+               FROM t WHERE t.tenant_id IS NOT NULL)
+           SELECT t.shard, t.tenant_id FROM t WHERE t.tenant_id IS NOT NULL
+             AND EXISTS (SELECT 1 FROM jobs j WHERE j.shard = t.shard AND j.tenant_id = t.tenant_id AND j.status = 'SCHEDULED' AND j.next_run_at <= now())`,
+          [shards],
+        );
+        const cap = Math.max(1, Math.ceil(limit / Math.max(1, tenants.rows.length)));
+        await client.query(
+          `SELECT d.job_id FROM unnest($1::int[], $2::text[]) AS q(shard, tenant_id)
+             CROSS JOIN LATERAL (SELECT j.job_id FROM jobs j WHERE j.shard = q.shard AND j.tenant_id = q.tenant_id AND j.status = 'SCHEDULED'
+                                   AND j.next_run_at <= now() ORDER BY j.next_run_at LIMIT $3 FOR UPDATE OF j SKIP LOCKED) d`,
+          [tenants.rows.map((x) => x.shard), tenants.rows.map((x) => x.tenant_id), cap],
+        );
+        times.push(Number(process.hrtime.bigint() - t) / 1e6);
+        await client.query('ROLLBACK');
+      } finally {
+        client.release();
+      }
+    }
+    return times.sort((a, b) => a - b);
+  }
+
+  processes(): NamedProcess[] {
+    return this.apps.map((a) => ({ name: `tickwork ${a.name}`, pid: a.child.pid! }));
+  }
+
+  async stop(): Promise<void> {
+    await this.stopApps();
+    await this.consumer?.stop();
+    this.consumer = undefined;
+    await new Promise<void>((resolve) => (this.receiver ? this.receiver.close(() => resolve()) : resolve()));
+    this.receiver = undefined;
+    await this.pool?.end();
+    this.pool = undefined;
+    await dropDatabase(DATABASE);
+  }
+
+  async stopApps(): Promise<void> {
+    await Promise.all(
+      this.apps.map(
+        ({ child }) =>
+          new Promise<void>((resolve) => {
+            if (child.exitCode !== null || child.signalCode !== null) return resolve();
+            const kill = setTimeout(() => child.kill('SIGKILL'), 10_000);
+            child.once('exit', () => {
+              clearTimeout(kill);
+              resolve();
+            });
+            child.kill('SIGTERM');
+          }),
+      ),
+    );
+    this.apps = [];
+  }
+}
