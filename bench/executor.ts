@@ -395,6 +395,7 @@ async function main(): Promise<void> {
       partitions: PARTITIONS,
       concurrency: Number(CONCURRENCY),
       instances: 1,
+      executorNodeFlags: process.env.BENCH_NODE_FLAGS ?? '',
     },
     scenarios,
   };
