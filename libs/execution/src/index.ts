@@ -46,7 +46,7 @@ export { FireMessageProcessor, type FireProcessorEvents } from './fire-processor
 export { RunPurger, type RunPurgerOptions, type RunPurgeStore } from './run-purger';
 export {
   callOutcome,
-  setSpanAttributes,
+  setSpansRecorded,
   TracedKafkaRunner,
   TracedLedger,
   TracedProcessor,

@@ -15,7 +15,7 @@ import {
   type FireIdentity,
 } from '@tickwork/telemetry';
 import type { BatchingProducer } from './batching-producer';
-import { spanAttributesOn } from './tracing';
+import { spansRecorded } from './tracing';
 import { pickRetryTier, type DeadLetterReason, type RetryTier } from './retry-plan';
 
 /** Header names on retry and dead-letter messages. */
@@ -129,16 +129,17 @@ export class KafkaOutcomeSink implements FireOutcomeSink {
    * replaces any `traceparent` in the headers: the next hop continues the same trace.
    */
   private send(topic: string, fire: FireIdentity | null, message: OutboundMessage): Promise<void> {
+    // Spans not recorded: no span of its own, the active context (the delivery's) still goes out.
+    if (!spansRecorded())
+      return this.producer.send(topic, { ...message, headers: injectTraceContext({ ...message.headers }) });
     return inSpan(
       `send ${topic}`,
       {
         kind: SpanKind.PRODUCER,
-        attributes: !spanAttributesOn()
-          ? {}
-          : kafkaAttributes('send', topic, {
-              ...(fire ? fireAttributes(fire) : {}),
-              ...(typeof message.key === 'string' ? { [Attr.MessagingKafkaKey]: message.key } : {}),
-            }),
+        attributes: kafkaAttributes('send', topic, {
+          ...(fire ? fireAttributes(fire) : {}),
+          ...(typeof message.key === 'string' ? { [Attr.MessagingKafkaKey]: message.key } : {}),
+        }),
       },
       () => this.producer.send(topic, { ...message, headers: injectTraceContext({ ...message.headers }) }),
     );

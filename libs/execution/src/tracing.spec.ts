@@ -8,7 +8,7 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import type { WebhookTarget } from '@tickwork/domain';
 import type { AttemptOutcome, TargetRequest, TargetRunner } from './attempt';
-import { callOutcome, TracedWebhookRunner } from './tracing';
+import { callOutcome, setSpansRecorded, TracedWebhookRunner } from './tracing';
 
 const exporter = new InMemorySpanExporter();
 
@@ -95,5 +95,52 @@ describe('target call tracing', () => {
       `00-${span.spanContext().traceId}-${span.spanContext().spanId}-01`,
     );
     expect(observed).toEqual([['webhook', 'http_5xx']]);
+  });
+});
+
+describe('spans not recorded (no trace exporter)', () => {
+  afterEach(() => setSpansRecorded(true));
+
+  it('makes no span of its own for a target call, yet sends the active context and reports the call', async () => {
+    setSpansRecorded(false);
+    exporter.reset();
+    let seen: TargetRequest | undefined;
+    const inner: TargetRunner<WebhookTarget> = {
+      run: async (_t, req) => {
+        seen = req;
+        return { ok: true, httpStatus: 204, error: null, retryable: false };
+      },
+    };
+    const observed: [string, string][] = [];
+    const runner = new TracedWebhookRunner(inner, (type, outcome) => observed.push([type, outcome]));
+    const parent = trace.getTracer('test').startSpan('delivery');
+    await context.with(trace.setSpan(context.active(), parent), () =>
+      runner.run(
+        {
+          type: 'webhook',
+          url: 'https://hooks.example.com/in',
+          method: 'POST',
+          headers: {},
+          timeoutMs: 1_000,
+          successStatus: { min: 200, max: 299 },
+        },
+        {
+          jobId: 'j',
+          tenantId: 'acme',
+          fenceToken: 1,
+          fireId: 'j:1',
+          scheduledFor: new Date(0),
+          attempt: 1,
+          body: '{}',
+        },
+        new AbortController().signal,
+      ),
+    );
+    parent.end();
+    expect(exporter.getFinishedSpans().map((s) => s.name)).toEqual(['delivery']);
+    expect(seen?.traceHeaders?.traceparent).toBe(
+      `00-${parent.spanContext().traceId}-${parent.spanContext().spanId}-01`,
+    );
+    expect(observed).toEqual([['webhook', 'ok']]);
   });
 });
