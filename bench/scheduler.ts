@@ -137,6 +137,7 @@ async function main(): Promise<void> {
     TICKWORK_TOPIC_PREFIX: prefix,
     TICKWORK_SHARDS: String(SHARDS),
     TICKWORK_CLAIM_BATCH: process.env.BENCH_BATCH ?? '5000',
+    ...(process.env.BENCH_LANES ? { TICKWORK_CLAIM_LANES: process.env.BENCH_LANES } : {}),
     TICKWORK_TICK_MS: '100',
     TICKWORK_SCHEDULER_PORT: '0',
     TICKWORK_INSTANCE_ID: 'bench-scheduler',

@@ -52,7 +52,12 @@ export class SchedulerModule implements OnApplicationShutdown {
       controllers: [SchedulerHealthController, MetricsController],
       providers: [
         { provide: TELEMETRY, useValue: telemetry },
-        { provide: POOL, useFactory: () => openDatabase(config, { max: 6 }) },
+        // Each claim lane holds one connection for its claim and one for confirming the batch it
+        // published; the rest serve lease renewals, the relay and the cluster gauges.
+        {
+          provide: POOL,
+          useFactory: () => openDatabase(config, { max: config.scheduler.claimLanes * 2 + 3 }),
+        },
         {
           provide: SchedulerService,
           useFactory: (pool: Pool) => new SchedulerService(config, pool, telemetry),

@@ -147,7 +147,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       groupId: r.string('TICKWORK_SCHEDULER_GROUP', `${prefix}.scheduler`),
       tickMs: r.int('TICKWORK_TICK_MS', 200, 10, 60_000),
       claimBatchSize: r.int('TICKWORK_CLAIM_BATCH', 2_000, 1, 100_000),
-      claimLanes: r.int('TICKWORK_CLAIM_LANES', 2, 1, 64),
+      claimLanes: r.int('TICKWORK_CLAIM_LANES', 4, 1, 64),
       lookaheadMs: r.int('TICKWORK_LOOKAHEAD_MS', 0, 0, 60_000),
       shardLeaseMs: r.int('TICKWORK_SHARD_LEASE_MS', 10_000, 1_000, 600_000),
       outboxRelayAgeMs: r.int('TICKWORK_OUTBOX_RELAY_AGE_MS', 5_000, 0, 600_000),
