@@ -72,6 +72,18 @@ interface BrokenJob {
   readonly error: string;
 }
 
+interface DueTenant {
+  shard: number;
+  tenant_id: string;
+}
+
+interface DueProbe {
+  readonly now: Date;
+  /** Shards whose lease the caller held at the probe (without a lock). */
+  readonly held: readonly number[];
+  readonly due: readonly DueTenant[];
+}
+
 interface LeaseRow {
   shard: number;
   db_now: Date;
@@ -99,11 +111,63 @@ export class FireRepository {
     }
   }
 
+  /**
+   * Which tenants have due work in the shards the caller appears to hold — one statement, no
+   * transaction, no locks — so that an idle tick (the common case) costs one round trip. The
+   * claim transaction re-checks the leases under a share lock before touching anything.
+   */
+  private async probeDueTenants(req: ClaimRequest): Promise<DueProbe> {
+    const { rows } = await this.pool.query<{ db_now: Date; held: number[]; due: DueTenant[] }>(
+      `WITH RECURSIVE held AS (
+         SELECT l.shard
+           FROM shard_leases l
+           JOIN unnest($1::int[], $2::bigint[]) AS o(shard, epoch) ON o.shard = l.shard AND o.epoch = l.epoch
+          WHERE l.owner = $3 AND l.expires_at > now()
+       ), t(shard, tenant_id) AS (
+         -- A loose index scan over the tenants of each shard (one index probe per tenant).
+         SELECT h.shard, (SELECT tenant_id FROM jobs WHERE shard = h.shard AND status = 'SCHEDULED' ORDER BY tenant_id LIMIT 1)
+           FROM held h
+         UNION ALL
+         SELECT t.shard, (SELECT j.tenant_id FROM jobs j
+                           WHERE j.shard = t.shard AND j.status = 'SCHEDULED' AND j.tenant_id > t.tenant_id
+                           ORDER BY j.tenant_id LIMIT 1)
+           FROM t WHERE t.tenant_id IS NOT NULL
+       )
+       SELECT now() AS db_now,
+              ARRAY(SELECT shard FROM held) AS held,
+              coalesce((
+                SELECT json_agg(json_build_object('shard', t.shard, 'tenant_id', t.tenant_id))
+                  FROM t
+                 WHERE t.tenant_id IS NOT NULL
+                   -- One probe per tenant for a due row.
+                   AND EXISTS (SELECT 1 FROM jobs j
+                                WHERE j.shard = t.shard AND j.tenant_id = t.tenant_id AND j.status = 'SCHEDULED'
+                                  AND j.next_run_at <= now() + make_interval(secs => $4::double precision / 1000))
+              ), '[]'::json) AS due`,
+      [req.shards.map((s) => s.shard), req.shards.map((s) => s.epoch), req.owner, req.lookaheadMs],
+    );
+    const row = rows[0]!;
+    return { now: row.db_now, held: row.held, due: row.due };
+  }
+
   private async claimInTransaction(
     req: ClaimRequest,
     plan: ClaimPlanner,
     claimTrace: ClaimTrace,
   ): Promise<ClaimResult> {
+    const probe = await this.probeDueTenants(req);
+    if (probe.due.length === 0) {
+      return {
+        now: probe.now,
+        fencedOut: req.shards.map((s) => s.shard).filter((s) => !probe.held.includes(s)),
+        fires: [],
+        skipped: 0,
+        scanned: 0,
+        parked: [],
+        saturated: false,
+        skips: [],
+      };
+    }
     return inTransaction(this.pool, async (client) => {
       const leases = await client.query<LeaseRow>(
         `SELECT l.shard, now() AS db_now
@@ -128,25 +192,9 @@ export class FireRepository {
       };
       if (held.length === 0) return idle;
 
-      // Which tenants have due work in the held shards: a loose index scan over the tenants of
-      // each shard (one index probe per tenant), then one probe each for a due row.
-      const tenants = await client.query<{ shard: number; tenant_id: string }>(
-        `WITH RECURSIVE t(shard, tenant_id) AS (
-           SELECT s, (SELECT tenant_id FROM jobs WHERE shard = s AND status = 'SCHEDULED' ORDER BY tenant_id LIMIT 1)
-             FROM unnest($1::int[]) AS s
-           UNION ALL
-           SELECT t.shard, (SELECT j.tenant_id FROM jobs j
-                             WHERE j.shard = t.shard AND j.status = 'SCHEDULED' AND j.tenant_id > t.tenant_id
-                             ORDER BY j.tenant_id LIMIT 1)
-             FROM t WHERE t.tenant_id IS NOT NULL
-         )
-         SELECT t.shard, t.tenant_id FROM t
-          WHERE t.tenant_id IS NOT NULL
-            AND EXISTS (SELECT 1 FROM jobs j
-                         WHERE j.shard = t.shard AND j.tenant_id = t.tenant_id AND j.status = 'SCHEDULED'
-                           AND j.next_run_at <= now() + make_interval(secs => $2::double precision / 1000))`,
-        [held, req.lookaheadMs],
-      );
+      // The tenants the probe found due, in the shards whose lease still holds. A tenant that
+      // became due since the probe is claimed on the next tick.
+      const tenants = { rows: probe.due.filter((d) => held.includes(d.shard)) };
       if (tenants.rows.length === 0) return idle;
 
       const tenantIds = [...new Set(tenants.rows.map((r) => r.tenant_id))];
