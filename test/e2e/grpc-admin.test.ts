@@ -642,6 +642,47 @@ describe('gRPC admin API', () => {
     reflection.close();
   });
 
+  it('streams health over Watch: SERVING, NOT_SERVING while PostgreSQL refuses it, SERVING again', async () => {
+    const watch = a.watch('');
+    const url = new URL(iso.databaseUrl);
+    const database = url.pathname.slice(1);
+    url.pathname = '/postgres';
+    const server = new Pg({ connectionString: url.toString() });
+    await server.connect();
+    const mine = (await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+    try {
+      await eventually(
+        'the first status',
+        async () => (watch.statuses[0] === 'SERVING' ? true : undefined),
+        10_000,
+      );
+      // The API's connections are cut and new ones refused; the test's own connection stays.
+      await server.query(`ALTER DATABASE "${database}" WITH ALLOW_CONNECTIONS false`);
+      await server.query(
+        'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> $2',
+        [database, mine],
+      );
+      await eventually(
+        'NOT_SERVING streamed',
+        async () => (watch.statuses.includes('NOT_SERVING') ? true : undefined),
+        20_000,
+      );
+      await server.query(`ALTER DATABASE "${database}" WITH ALLOW_CONNECTIONS true`);
+      await eventually(
+        'SERVING streamed again',
+        async () => (watch.statuses.length >= 3 && watch.statuses.at(-1) === 'SERVING' ? true : undefined),
+        20_000,
+      );
+      // Only changes are streamed: no status twice in a row.
+      expect(watch.statuses.filter((s, i) => i > 0 && s === watch.statuses[i - 1])).toEqual([]);
+      expect(watch.errors).toEqual([]);
+    } finally {
+      await server.query(`ALTER DATABASE "${database}" WITH ALLOW_CONNECTIONS true`);
+      await server.end();
+      watch.stop();
+    }
+  });
+
   it('keeps working after all of the above (no leaked state in the server)', async () => {
     await eventually('a healthy server', async () => ((await a.check('')).ok ? true : undefined), 5_000);
   });

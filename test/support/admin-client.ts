@@ -96,6 +96,20 @@ export class AdminTestClient {
     return invoke(this.health, 'Check', { service }, new Metadata(), 5_000);
   }
 
+  /** grpc.health.v1.Health/Watch: every status the server streams, until `stop()`. */
+  watch(service: string): { readonly statuses: string[]; readonly errors: Error[]; stop(): void } {
+    const stream = (
+      this.health as unknown as Record<string, (req: unknown) => NodeJS.EventEmitter & { cancel(): void }>
+    ).Watch!({ service });
+    const statuses: string[] = [];
+    const errors: Error[] = [];
+    stream.on('data', (m: { status: string }) => statuses.push(m.status));
+    stream.on('error', (e: ServiceError) => {
+      if (e.code !== status.CANCELLED) errors.push(e);
+    });
+    return { statuses, errors, stop: () => stream.cancel() };
+  }
+
   close(): void {
     this.admin.close();
     this.health.close();
