@@ -6,6 +6,7 @@
  * log lines carry the occurrence and its trace and never the payload; readiness says whether
  * PostgreSQL and Kafka answer, on HTTP and on the gRPC health service alike.
  */
+import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { shardOf } from '@tickwork/domain';
 import { createKafkaBus, type MessageProducer } from '@tickwork/messaging';
@@ -689,6 +690,30 @@ describe('observability', () => {
     for (const app of apps) {
       expect(app.output.filter((l) => l.includes(PAYLOAD_MARKER))).toEqual([]);
       expect(jsonLines(app).length).toBe(app.output.length);
+    }
+  });
+
+  it("continues a gRPC caller's trace: the server span is the child of the caller's traceparent", async () => {
+    const traceId = randomBytes(16).toString('hex');
+    const callerSpanId = randomBytes(8).toString('hex');
+    const client = new AdminTestClient(grpcAddress);
+    try {
+      await client.call(
+        'GetJob',
+        { job_id: 'no-such-job' },
+        { metadata: { traceparent: `00-${traceId}-${callerSpanId}-01` } },
+      );
+      const server = await eventually('the server span in the caller’s trace', () =>
+        collector.spans.find((s) => s.traceId === traceId && s.kind === KIND.SERVER),
+      );
+      expect(server).toMatchObject({
+        service: 'tickwork-api',
+        name: 'tickwork.admin.v1.SchedulerAdmin/GetJob',
+        parentSpanId: callerSpanId,
+      });
+      expect(server.attributes).toMatchObject({ 'rpc.system': 'grpc', 'rpc.method': 'GetJob' });
+    } finally {
+      client.close();
     }
   });
 

@@ -79,9 +79,11 @@ export class AdminTestClient {
   call(
     method: string,
     req: Msg,
-    opts: { deadlineMs?: number; authorization?: string } = {},
+    opts: { deadlineMs?: number; authorization?: string; metadata?: Record<string, string> } = {},
   ): Promise<CallResult> {
-    return invoke(this.admin, method, req, this.metadata(opts.authorization), opts.deadlineMs ?? 10_000);
+    const md = this.metadata(opts.authorization);
+    for (const [k, v] of Object.entries(opts.metadata ?? {})) md.set(k, v);
+    return invoke(this.admin, method, req, md, opts.deadlineMs ?? 10_000);
   }
 
   /** Calls an admin RPC and returns its response, failing the test on an error status. */
