@@ -2,7 +2,7 @@
  * What the scheduler does with one claimed job: which occurrences fire now (and when, after
  * jitter), which are skipped or coalesced and why, and when the job is next due.
  */
-import type { Job } from './job';
+import type { ClaimableJob } from './job';
 import {
   defaultHerdWindowMs,
   firstFireAtOrAfter,
@@ -58,7 +58,7 @@ export function occurrenceAt(
  * FORBID and the previous fire still in flight, the due occurrences are skipped ('OVERLAP').
  */
 export function planDueOccurrences(
-  job: Job,
+  job: ClaimableJob,
   nominal: Date,
   now: Date,
   opts: ClaimPlanOptions,

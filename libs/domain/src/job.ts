@@ -37,5 +37,8 @@ export interface Job extends JobDefinition {
   readonly updatedAt: Date;
 }
 
+/** What the scheduler reads of a job to claim it: everything but the bookkeeping fields. */
+export type ClaimableJob = Omit<Job, 'labels' | 'version' | 'createdAt' | 'updatedAt'>;
+
 export const JOB_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 export const TENANT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;

@@ -5,20 +5,20 @@
 import type { Pool, PoolClient } from 'pg';
 import {
   fireIdOf,
+  type ClaimableJob,
   type DueOccurrencePlan,
   type FireEvent,
-  type Job,
   type ShardEpoch,
 } from '@tickwork/domain';
 import { bindTraceContext, type JobTraceOrigin, type TraceCarrier } from '@tickwork/telemetry';
 import { inTransaction } from '../database';
 import { ClaimTrace } from './claim-trace';
 import { fireEventFromSnapshot, type FireEventSnapshot } from './fire-snapshot';
-import { JOB_COLUMNS, jobFromRow, type JobRow } from './rows';
+import { CLAIM_COLUMNS, claimableJobFromRow, type ClaimRow } from './rows';
 
 /** A due job as the claim sees it: the job, and whether its previous fire is still in flight. */
 export interface DueJob {
-  readonly job: Job;
+  readonly job: ClaimableJob;
   /** Only computed for overlap FORBID jobs: the latest fire has not reached a final state. */
   readonly previousFireInFlight: boolean;
 }
@@ -214,12 +214,12 @@ export class FireRepository {
       if (q.shard.length === 0) return { ...idle, saturated: false };
 
       const due = await client.query<
-        JobRow & { in_flight: boolean; slot: number; origin_trace: JobTraceOrigin | null }
+        ClaimRow & { in_flight: boolean; slot: number; origin_trace: JobTraceOrigin | null }
       >(
         `SELECT d.*, q.cap AS slot
            FROM unnest($1::int[], $2::text[], $3::int[]) AS q(shard, tenant_id, cap)
            CROSS JOIN LATERAL (
-             SELECT ${JOB_COLUMNS.split(', ')
+             SELECT ${CLAIM_COLUMNS.split(', ')
                .map((c) => `j.${c}`)
                .join(', ')},
                     (j.policies->>'overlap' = 'FORBID' AND EXISTS (
@@ -250,7 +250,7 @@ export class FireRepository {
       for (const r of due.rows) {
         if (r.origin_trace) origins.set(r.job_id, r.origin_trace);
         try {
-          dueJobs.push({ job: jobFromRow(r), previousFireInFlight: r.in_flight === true });
+          dueJobs.push({ job: claimableJobFromRow(r), previousFireInFlight: r.in_flight === true });
         } catch (e) {
           broken.push({
             jobId: r.job_id,

@@ -3,6 +3,7 @@ import {
   policiesFromWire,
   scheduleFromWire,
   targetFromWire,
+  type ClaimableJob,
   type Job,
   type JobStatus,
   type JsonValue,
@@ -51,6 +52,30 @@ export function jobFromRow(row: JobRow): Job {
     version: row.version,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
+  };
+}
+
+/** The columns a claim reads: a job without its bookkeeping fields (less to send and parse). */
+export const CLAIM_COLUMNS =
+  'job_id, tenant_id, shard, schedule, status, next_run_at, next_nominal_at, fence_token, fires_count, target, payload, policies';
+
+export type ClaimRow = Omit<JobRow, 'labels' | 'version' | 'created_at' | 'updated_at'>;
+
+/** A claimed jobs row (CLAIM_COLUMNS) as the domain's ClaimableJob. */
+export function claimableJobFromRow(row: ClaimRow): ClaimableJob {
+  return {
+    jobId: row.job_id,
+    tenantId: row.tenant_id,
+    shard: row.shard,
+    schedule: scheduleFromWire(row.schedule),
+    status: row.status,
+    nextRunAt: row.next_run_at,
+    nextNominalAt: row.next_nominal_at,
+    fenceToken: row.fence_token,
+    firesCount: row.fires_count,
+    target: targetFromWire(row.target),
+    payload: row.payload,
+    policies: policiesFromWire(row.policies),
   };
 }
 
