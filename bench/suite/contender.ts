@@ -37,10 +37,33 @@ export const executionOf = (p: BenchPayload, startedAt = Date.now()): Execution 
   startedAt,
 });
 
+/** When background jobs are due: a year ahead, never within the bench. */
+export const FAR_AWAY = Date.now() + 365 * 86_400_000;
+
+/** Runs `load(from, to)` over [0, n) in chunks, two at a time (every system gets two writers). */
+export async function inParallel(
+  n: number,
+  chunk: number,
+  load: (from: number, to: number) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const writer = async () => {
+    while (next < n) {
+      const from = next;
+      next = Math.min(n, next + chunk);
+      await load(from, next);
+    }
+  };
+  await Promise.all([writer(), writer()]);
+}
+
 export interface NamedProcess {
   readonly name: string;
   readonly pid: number;
 }
+
+/** Cumulative lateness (p50, p99 ms after the nominal time) at each stage of a system's path. */
+export type StageLateness = Record<string, { p50: number; p99: number }>;
 
 export interface Contender {
   /** e.g. "Tickwork (Kafka target)", "BullMQ (tuned)". */
@@ -57,6 +80,8 @@ export interface Contender {
   preloadBackground(n: number): Promise<void>;
   /** Creates `n` recurring schedules on this cron pattern (W5); undefined when not supported. */
   recurring?(n: number, pattern: string, run: number): Promise<void>;
+  /** Where a run's lateness accrued, when the system records its stages. */
+  stageLateness?(run: number): Promise<StageLateness | undefined>;
   /** The processes that do the work, for the CPU/RSS sampler. */
   processes(): NamedProcess[];
   /** Stops everything it started and drops its state. */

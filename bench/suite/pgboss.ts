@@ -5,7 +5,15 @@
  */
 import PgBoss from 'pg-boss';
 import { config } from './config';
-import { payloadOf, type BenchJob, type BenchPayload, type Contender, type NamedProcess } from './contender';
+import {
+  FAR_AWAY,
+  inParallel,
+  payloadOf,
+  type BenchJob,
+  type BenchPayload,
+  type Contender,
+  type NamedProcess,
+} from './contender';
 import { dropDatabase, freshDatabase, postgresDurability, databaseUrl } from './databases';
 import type { Execution } from './lateness';
 import { PeerProcesses } from './peer-processes';
@@ -56,15 +64,11 @@ export class PgBossContender implements Contender {
   }
 
   async preloadBackground(n: number): Promise<void> {
-    const far = Date.now() + 365 * 86_400_000;
-    for (let start = 0; start < n; start += 10_000)
-      await this.enqueue(
-        Array.from({ length: Math.min(10_000, n - start) }, (_, k) => ({
-          run: 0,
-          index: start + k,
-          dueAt: far,
-        })),
-      );
+    await inParallel(n, 10_000, (from, to) =>
+      this.enqueue(
+        Array.from({ length: to - from }, (_, k) => ({ run: 0, index: from + k, dueAt: FAR_AWAY })),
+      ),
+    );
   }
 
   processes(): NamedProcess[] {

@@ -107,6 +107,18 @@ function w2Section(r: SuiteResults, losses: string[]): string[] {
     }
     lines.push('');
   }
+  for (const [label, e] of Object.entries(r.w2)) {
+    const runs = [...e.small.filter((x) => !x.warmup), ...(e.large ? [e.large] : [])];
+    for (const run of runs.filter((x) => x.stages))
+      lines.push(
+        `${label}, herd of ${run.size.toLocaleString('en')}: where the lateness accrues (cumulative p50 / p99 ms): ` +
+          Object.entries(run.stages!)
+            .map(([stage, v]) => `${stage} ${ms(v.p50)} / ${ms(v.p99)}`)
+            .join(' → ') +
+          ` → handler ${ms(run.lateness.p50)} / ${ms(run.lateness.p99)}.`,
+        '',
+      );
+  }
   lines.push(
     'Missing = jobs of the herd that had not run by the deadline (T0 + 20–60 s); a peer that did not drain is restarted with fresh state before its next run.',
     '',
@@ -152,7 +164,7 @@ function w1w4Section(r: SuiteResults, losses: string[]): string[] {
   const tw = r.w1w4[TICKWORK];
   for (const [label, e] of Object.entries(r.w1w4)) {
     const rss = Object.entries(e.idle.rssMbMax)
-      .map(([n, v]) => `${n.replace(/^.* /, '')} ${v}`)
+      .map(([n, v]) => `${n.replace(/^\S+ /, '')} ${v}`)
       .join(', ');
     lines.push(
       `| ${label} | ${e.background.toLocaleString('en')} | ${e.preloadPerSec} | ${e.idle.cpuPctTotalMean} | ${e.idle.redisOpsPerSecMean} | ${e.idle.pgXactPerSecMean} | ${sec(e.herdOnTop.drainMs)}, ${ms(e.herdOnTop.lateness.p99)} | ${rss} |`,
@@ -216,6 +228,39 @@ function w5Section(r: SuiteResults, losses: string[]): string[] {
   return lines;
 }
 
+/** The targets issue 6 sets for Tickwork, each with its figure from this run. */
+function targetsSection(r: SuiteResults): string[] {
+  const check = (ok: boolean | undefined) => (ok === undefined ? 'not measured' : ok ? 'met' : '**missed**');
+  const lines = ['## Targets (issue 6)', '', '| target | this run | |', '|---|---|---|'];
+  const large = r.w2[TICKWORK]?.large;
+  if (large) {
+    const peers = Object.entries(r.w2).filter(([l]) => !l.startsWith('Tickwork'));
+    const beaten = peers.every(([, e]) => !e.large || !e.large.drained || large.drainMs < e.large.drainMs);
+    const ok = large.drained && large.drainMs <= 15_000 && large.lateness.duplicates === 0 && beaten;
+    lines.push(
+      `| W2: ${large.size.toLocaleString('en')} herd drained ≤ 15 s, 0 missing, 0 duplicates, faster than every peer | ${large.drained ? `${sec(large.drainMs)} s` : 'not drained'}, ${large.lateness.missing} missing, ${large.lateness.duplicates} duplicates, ${beaten ? 'faster than every peer that ran it' : 'a peer was faster'} | ${check(ok)} |`,
+    );
+  } else lines.push(`| W2: large herd ≤ 15 s | — | ${check(undefined)} |`);
+  const steps = r.w3[TICKWORK];
+  const highest = steps
+    ? Math.max(0, ...steps.filter((s) => s.keptUp).map((s) => s.targetPerSec))
+    : undefined;
+  lines.push(
+    `| W3: ≥ 10,000 fires/s sustained with p99 < 1 s | ${highest === undefined ? '—' : `${highest}/s kept up`} | ${check(highest === undefined ? undefined : highest >= 10_000)} |`,
+  );
+  const scans = r.w1w4[TICKWORK]?.dueScans;
+  const scanRatio = scans && scans.length === 2 ? scans[1]!.p50Ms / scans[0]!.p50Ms : undefined;
+  lines.push(
+    `| W1: due-scan at ${scans?.[1]?.stored.toLocaleString('en') ?? '10M'} within 2× of ${scans?.[0]?.stored.toLocaleString('en') ?? '1M'} | ${scanRatio === undefined ? '—' : `${scanRatio.toFixed(2)}×`} | ${check(scanRatio === undefined ? undefined : scanRatio <= 2)} |`,
+  );
+  const idleCpu = r.w1w4[TICKWORK]?.idle.cpuPctTotalMean;
+  lines.push(
+    `| W4: idle CPU with ${r.w1w4[TICKWORK]?.background.toLocaleString('en') ?? '1M'} loaded < 5% of a core | ${idleCpu === undefined ? '—' : `${idleCpu}%`} | ${check(idleCpu === undefined ? undefined : idleCpu < 5)} |`,
+    '',
+  );
+  return lines;
+}
+
 export async function writeReport(r: SuiteResults, opts: { charts?: boolean } = {}): Promise<string[]> {
   // Smoke runs go to bench/results/tmp (ignored by git): their figures are not to be quoted.
   const dir = join(config.root, 'bench', 'results', ...(r.quick ? ['tmp'] : []));
@@ -246,6 +291,7 @@ export async function writeReport(r: SuiteResults, opts: { charts?: boolean } = 
     '',
     ...charts.map((f) => `![${f}](${f})`),
     '',
+    ...targetsSection(r),
     '## Where Tickwork loses',
     '',
     ...(losses.length ? losses.map((l) => `- ${l}`) : ['- Nowhere in this run.']),

@@ -3,7 +3,8 @@
  * steps, W4 idle cost and a herd over a big background, W5 recurring schedules. W1 (store scale)
  * lives in store-scale.ts: its Tickwork side scans the store itself.
  */
-import type { BenchJob, Contender } from './contender';
+import { config } from './config';
+import type { BenchJob, Contender, StageLateness } from './contender';
 import { LatenessRecorder, type ExecutionRouter, type LatenessSummary } from './lateness';
 import { ResourceSampler, type ResourceSummary } from './sampler';
 
@@ -24,6 +25,8 @@ export interface HerdResult {
   readonly drained: boolean;
   readonly lateness: LatenessSummary;
   readonly resources: ResourceSummary;
+  /** Tickwork only: where the lateness accrues along its path. */
+  readonly stages?: StageLateness;
 }
 
 /** What a contender's herds have shown about its insert rate, to pick the next herd's lead time. */
@@ -49,7 +52,7 @@ export async function herd(
   await c.enqueue(jobs);
   const preloadMs = Date.now() - started;
   insertRates.set(c.label, (size * 1000) / Math.max(1, preloadMs));
-  const deadline = t0 + (opts.deadlineMs ?? Math.min(60_000, Math.max(20_000, size)));
+  const deadline = t0 + (opts.deadlineMs ?? Math.min(60_000, Math.max(config.w2.deadlineMs, size)));
   while (recorder.executed < size && Date.now() < deadline) await sleep(50);
   // A moment more to catch duplicates that trail the last first execution.
   await sleep(1_000);
@@ -57,6 +60,7 @@ export async function herd(
   const resources = await sampler.stop();
   const lateness = recorder.summary();
   const drained = lateness.missing === 0;
+  const stages = await c.stageLateness?.(run);
   return {
     size,
     warmup: opts.warmup ?? false,
@@ -67,6 +71,7 @@ export async function herd(
     drained,
     lateness,
     resources,
+    ...(stages ? { stages } : {}),
   };
 }
 
@@ -163,8 +168,9 @@ export async function recurring(
   const created = Date.now();
   const sampler = new ResourceSampler([...c.processes(), { name: 'bench driver', pid: process.pid }]);
   sampler.start();
-  // Occurrences count from the second period after creation starts (creating 10k takes a while).
-  const windowStart = Math.ceil((created + 2 * w.periodMs) / w.periodMs) * w.periodMs;
+  // Occurrences count from the first period boundary after every schedule exists (a schedule
+  // created late rightly misses the occurrences before it); until then, none are recorded.
+  let windowStart = Infinity;
   const recorder = new LatenessRecorder(w.schedules * slots);
   // Handlers report (run, schedule, lateness); an occurrence is told apart by its nominal time,
   // so the recorder's index is schedule × slots + slot.
@@ -175,6 +181,7 @@ export async function recurring(
   });
   await c.recurring!(w.schedules, w.pattern, run);
   const createMs = Date.now() - created;
+  windowStart = Math.ceil((Date.now() + 500) / w.periodMs) * w.periodMs;
   const end = windowStart + slots * w.periodMs;
   while (Date.now() < end + 3_000) await sleep(100);
   router.close(run);
