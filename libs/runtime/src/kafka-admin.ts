@@ -20,13 +20,24 @@ export class LazyKafkaAdmin {
     return this.admin;
   }
 
-  /** Resolves when a broker answers a metadata request for `topic` (which need not exist yet). */
+  /**
+   * Resolves when a broker answers a metadata request for `topic` (which need not exist yet).
+   * A failure on a connection that was already open is retried once on a fresh one: a broker
+   * closes idle connections, and a stale socket ("write after end") is not an outage.
+   */
   async probe(topic: string): Promise<void> {
+    const reused = this.admin !== undefined;
     try {
       await (await this.get()).describeTopics([topic], []);
     } catch (e) {
-      void this.close();
-      throw e;
+      await this.close();
+      if (!reused) throw e;
+      try {
+        await (await this.get()).describeTopics([topic], []);
+      } catch (again) {
+        void this.close();
+        throw again;
+      }
     }
   }
 
