@@ -353,19 +353,6 @@ export class FireRepository {
       }
     }
 
-    await client.query(
-      `UPDATE jobs j
-          SET fence_token = j.fence_token + v.n,
-              fires_count = j.fires_count + v.n,
-              next_run_at = v.next,
-              next_nominal_at = v.nominal,
-              status = v.status,
-              last_fired_at = CASE WHEN v.n > 0 THEN now() ELSE j.last_fired_at END,
-              updated_at = now()
-         FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::timestamptz[], $5::text[]) AS v(job_id, n, next, nominal, status)
-        WHERE j.job_id = v.job_id`,
-      [upd.id, upd.n, upd.next, upd.nominal, upd.status],
-    );
     const traces =
       fires.length > 0 || skipped > 0
         ? tracing.claimTrace.begin(
@@ -373,38 +360,61 @@ export class FireRepository {
             skipped,
           )
         : [];
-    if (ins.id.length > 0) {
-      // One outbox batch per shard of this claim (a relay takes over a shard's batches whole),
-      // created in the statement that records the fires. The event snapshot is built by the
-      // server from the job row (target, payload): sending it from here would bind megabytes of
-      // JSON per batch for data the database already has.
-      const fireShards = fires.map((f) => f.shard);
-      const batches = await client.query<{ batch_id: string; shard: number }>(
-        `WITH b AS (
-           INSERT INTO fire_batches (shard, trigger, claimed_by, fires)
-           SELECT s, 'SCHEDULE', $5, count(*) FROM unnest($7::int[]) AS s GROUP BY s
-           RETURNING batch_id, shard
-         ), f AS (
-           INSERT INTO fires (job_id, fence_token, tenant_id, shard, nominal_time, scheduled_for, claimed_by, trace_context, batch_id, event)
-           SELECT v.job_id, v.token, j.tenant_id, j.shard, v.nominal, v.scheduled, $5, v.trace, b.batch_id,
-                  jsonb_build_object(
-                    'job_id', v.job_id, 'tenant_id', j.tenant_id, 'fence_token', v.token,
-                    'fire_id', v.job_id || ':' || v.token,
-                    'scheduled_for', to_char(v.scheduled AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-                    'nominal_time', to_char(v.nominal AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-                    'attempt', 1, 'target', j.target, 'payload', j.payload)
-             FROM unnest($1::text[], $2::bigint[], $3::timestamptz[], $4::timestamptz[], $6::jsonb[]) AS v(job_id, token, nominal, scheduled, trace)
-             JOIN jobs j ON j.job_id = v.job_id
-             JOIN b ON b.shard = j.shard
-         )
-         SELECT batch_id, shard FROM b`,
-        [ins.id, ins.token, ins.nominal, ins.scheduled, owner, traces, fireShards],
-      );
-      const batchOfShard = new Map(batches.rows.map((r) => [r.shard, Number(r.batch_id)]));
-      for (let i = 0; i < fires.length; i++) {
-        const f = fires[i]!;
-        fires[i] = { ...f, batchId: batchOfShard.get(f.shard)! };
-      }
+    // One statement advances the jobs, opens one outbox batch per shard of this claim (a relay
+    // takes over a shard's batches whole) and records the fires in them. The fire rows take the
+    // job's tenant, target and payload from the UPDATE's RETURNING, not from a second read of
+    // the jobs, and the event snapshot is built by the server: binding it from here would send
+    // megabytes of JSON per batch that the database already has.
+    const batches = await client.query<{ batch_id: string; shard: number }>(
+      `WITH u AS (
+         UPDATE jobs j
+            SET fence_token = j.fence_token + v.n,
+                fires_count = j.fires_count + v.n,
+                next_run_at = v.next,
+                next_nominal_at = v.nominal,
+                status = v.status,
+                last_fired_at = CASE WHEN v.n > 0 THEN now() ELSE j.last_fired_at END,
+                updated_at = now()
+           FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::timestamptz[], $5::text[]) AS v(job_id, n, next, nominal, status)
+          WHERE j.job_id = v.job_id
+         RETURNING j.job_id, j.tenant_id, j.shard, j.target, j.payload
+       ), b AS (
+         INSERT INTO fire_batches (shard, trigger, claimed_by, fires)
+         SELECT s, 'SCHEDULE', $11, count(*) FROM unnest($12::int[]) AS s GROUP BY s
+         RETURNING batch_id, shard
+       ), f AS (
+         INSERT INTO fires (job_id, fence_token, tenant_id, shard, nominal_time, scheduled_for, claimed_by, trace_context, batch_id, event)
+         SELECT v.job_id, v.token, u.tenant_id, u.shard, v.nominal, v.scheduled, $11, v.trace, b.batch_id,
+                jsonb_build_object(
+                  'job_id', v.job_id, 'tenant_id', u.tenant_id, 'fence_token', v.token,
+                  'fire_id', v.job_id || ':' || v.token,
+                  'scheduled_for', to_char(v.scheduled AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                  'nominal_time', to_char(v.nominal AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                  'attempt', 1, 'target', u.target, 'payload', u.payload)
+           FROM unnest($6::text[], $7::bigint[], $8::timestamptz[], $9::timestamptz[], $10::jsonb[]) AS v(job_id, token, nominal, scheduled, trace)
+           JOIN u ON u.job_id = v.job_id
+           JOIN b ON b.shard = u.shard
+       )
+       SELECT batch_id, shard FROM b`,
+      [
+        upd.id,
+        upd.n,
+        upd.next,
+        upd.nominal,
+        upd.status,
+        ins.id,
+        ins.token,
+        ins.nominal,
+        ins.scheduled,
+        traces,
+        owner,
+        fires.map((f) => f.shard),
+      ],
+    );
+    const batchOfShard = new Map(batches.rows.map((r) => [r.shard, Number(r.batch_id)]));
+    for (let i = 0; i < fires.length; i++) {
+      const f = fires[i]!;
+      fires[i] = { ...f, batchId: batchOfShard.get(f.shard)! };
     }
     if (skip.id.length > 0) {
       await client.query(
