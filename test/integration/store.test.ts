@@ -367,6 +367,53 @@ describe('schedule store', () => {
     ]);
   });
 
+  it('purges the fire log past its retention by whole confirmed batches, never the outbox', async () => {
+    for (const id of ['purge-old-1', 'purge-old-2', 'purge-pending', 'purge-new'])
+      await jobs.insertJob({
+        definition: definition(id),
+        shard: 9,
+        next: dueAt(new Date(Date.now() - 1_000)),
+      });
+    const [lease] = await leases.acquire([9], 'purger', 30_000);
+    const claim = await fires.claimDueJobs(
+      { owner: 'purger', shards: [lease!], limit: 10, lookaheadMs: 0 },
+      fireOnce,
+    );
+    expect(claim.fires).toHaveLength(4);
+    // Three batches by hand: two old (one confirmed, one still in the outbox) and one recent.
+    const batchOf = async (ids: string[], ageDays: number, enqueued: boolean) => {
+      const { rows } = await db.pool.query<{ batch_id: string }>(
+        `INSERT INTO fire_batches (shard, trigger, claimed_by, claimed_at, fires, enqueued_at)
+         VALUES (9, 'SCHEDULE', 'purger', now() - make_interval(days => $1), $2, CASE WHEN $3 THEN now() END)
+         RETURNING batch_id`,
+        [ageDays, ids.length, enqueued],
+      );
+      await db.pool.query('UPDATE fires SET batch_id = $1 WHERE job_id = ANY($2::text[])', [
+        rows[0]!.batch_id,
+        ids,
+      ]);
+    };
+    await batchOf(['purge-old-1', 'purge-old-2'], 40, true);
+    await batchOf(['purge-pending'], 40, false);
+    await batchOf(['purge-new'], 1, true);
+    await db.pool.query(
+      `INSERT INTO occurrence_skips (job_id, tenant_id, reason, first_nominal, last_nominal, occurrences, recorded_at)
+       VALUES ('purge-old-1', 'acme', 'MISFIRE_SKIP', now(), now(), 1, now() - interval '40 days'),
+              ('purge-new', 'acme', 'MISFIRE_SKIP', now(), now(), 1, now())`,
+    );
+
+    expect(await fires.purgeFireLog(30 * 86_400_000, 1_000)).toBe(2);
+    const left = await db.pool.query<{ job_id: string }>(
+      `SELECT job_id FROM fires WHERE job_id LIKE 'purge-%' ORDER BY job_id`,
+    );
+    expect(left.rows.map((r) => r.job_id)).toEqual(['purge-new', 'purge-pending']);
+    const skips = await db.pool.query<{ job_id: string }>(
+      `SELECT job_id FROM occurrence_skips WHERE job_id LIKE 'purge-%'`,
+    );
+    expect(skips.rows.map((r) => r.job_id)).toEqual(['purge-new']);
+    expect(await fires.purgeFireLog(30 * 86_400_000, 1_000)).toBe(0);
+  });
+
   describe('run ledger', () => {
     const fire: FireEvent = {
       jobId: 'ledger-1',

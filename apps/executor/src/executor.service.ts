@@ -32,7 +32,7 @@ import {
 } from '@tickwork/execution';
 import type { MessageConsumer, MessageProducer } from '@tickwork/messaging';
 import { LazyKafkaAdmin, openMessaging, type Messaging } from '@tickwork/runtime';
-import { RunRepository, type Pool } from '@tickwork/store';
+import { FireRepository, RunRepository, type Pool } from '@tickwork/store';
 import {
   ExecutorMetrics,
   fireLogFields,
@@ -256,11 +256,19 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
     });
 
     if (x.runPurgeIntervalMs > 0) {
-      this.purger = new RunPurger(runs, {
+      // Run history is the runs and the fire log (fires, their outbox batches, skipped
+      // occurrences): one retention for both, so an occurrence's fire and run go together.
+      const fireLog = new FireRepository(this.pool);
+      const history = {
+        purgeFinishedRuns: async (retentionMs: number, batchSize: number) =>
+          (await runs.purgeFinishedRuns(retentionMs, batchSize)) +
+          (await fireLog.purgeFireLog(retentionMs, batchSize)),
+      };
+      this.purger = new RunPurger(history, {
         retentionMs: x.runRetentionMs,
         intervalMs: x.runPurgeIntervalMs,
         batchSize: x.runPurgeBatchSize,
-        onPurged: (n) => this.log.log(`purged ${n} runs older than ${x.runRetentionMs} ms`),
+        onPurged: (n) => this.log.log(`purged ${n} runs and fires older than ${x.runRetentionMs} ms`),
         onError: (e) =>
           this.log.warn(`run purge failed, next pass in ${x.runPurgeIntervalMs} ms: ${e.message}`),
       });

@@ -457,6 +457,42 @@ export class FireRepository {
     );
   }
 
+  /**
+   * Fire-log retention: deletes the oldest confirmed batches claimed more than `retentionMs` ago,
+   * with their fires — whole batches, about `batchSize` fires per call (at least one batch) —
+   * and skipped-occurrence records as old. Batches still in the outbox are never touched.
+   * Returns the fires deleted.
+   */
+  async purgeFireLog(retentionMs: number, batchSize: number): Promise<number> {
+    const { rows } = await this.pool.query<{ fires: string; skips: string }>(
+      `WITH candidates AS (
+         SELECT batch_id, sum(fires) OVER (ORDER BY batch_id) - fires AS before
+           FROM (SELECT batch_id, fires FROM fire_batches
+                  WHERE enqueued_at IS NOT NULL
+                    AND claimed_at < now() - make_interval(secs => $1::double precision / 1000)
+                  ORDER BY batch_id
+                  LIMIT $2
+                  FOR UPDATE SKIP LOCKED) o
+       ), doomed AS (
+         SELECT batch_id FROM candidates WHERE before < $2
+       ), gone AS (
+         DELETE FROM fires f USING doomed d WHERE f.batch_id = d.batch_id RETURNING 1
+       ), batches AS (
+         DELETE FROM fire_batches b USING doomed d WHERE b.batch_id = d.batch_id
+       ), skips AS (
+         DELETE FROM occurrence_skips
+          WHERE id IN (SELECT id FROM occurrence_skips
+                        WHERE recorded_at < now() - make_interval(secs => $1::double precision / 1000)
+                        ORDER BY id LIMIT $2)
+         RETURNING 1
+       )
+       SELECT (SELECT count(*) FROM gone) AS fires, (SELECT count(*) FROM skips) AS skips`,
+      [retentionMs, batchSize],
+    );
+    // A pass ends when a call comes back short: count skips too, or a backlog of them would stop it.
+    return Math.max(Number(rows[0]!.fires), Number(rows[0]!.skips));
+  }
+
   /** Marks outbox batches as confirmed on Kafka (every fire of each was acknowledged). */
   async markEnqueued(batchIds: readonly number[]): Promise<void> {
     if (batchIds.length === 0) return;
