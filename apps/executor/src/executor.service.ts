@@ -55,11 +55,16 @@ export interface ExecutorStatus {
 // A fetch returns at once when there is data; this bounds how long kafkajs sleeps when every
 // partition is paused, i.e. how soon a resumed partition is fetched again.
 const FETCH_MAX_WAIT_MS = 100;
+/** Deliveries held per target slot (see `deliveries`). */
+const DELIVERIES_PER_SLOT = 4;
 
 @Injectable()
 export class ExecutorService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly log = new Logger('executor');
+  /** Target calls in flight: the executor's concurrency. */
   private readonly slots: Slots;
+  /** Deliveries taken from Kafka and not yet resolved: fetching pauses when they are all taken. */
+  private readonly deliveries: Slots;
   private producer: MessageProducer | undefined;
   private batching: BatchingProducer | undefined;
   private firesConsumer: MessageConsumer | undefined;
@@ -83,6 +88,9 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
     telemetry: Telemetry,
   ) {
     this.slots = new Slots(config.executor.concurrency);
+    // Room for the runs recording their outcome and publishing results after their target call,
+    // while as many more take the slots; still a fixed bound, so memory stays flat.
+    this.deliveries = new Slots(config.executor.concurrency * DELIVERIES_PER_SLOT);
     // No exporter, no-op spans: the executor skips the ones that only cost CPU (see setSpansRecorded).
     setSpansRecorded(telemetry.config.tracing);
     this.metrics = new ExecutorMetrics(telemetry.tenants, () => this.slots.inUse());
@@ -159,6 +167,7 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
         runLeaseMs: x.runLeaseMs,
         heartbeatMs: x.heartbeatMs,
         runRetentionMs: x.runRetentionMs,
+        targetSlots: this.slots,
       },
       {
         onExecuted: (f, result) => {
@@ -220,7 +229,7 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
     this.firesConsumer = await this.startupRetry('joining the fires topic', () =>
       messaging.bus.consumer({ ...consumerOptions, groupId: x.groupId, topics: [c.topics.fires] }),
     );
-    this.firesFlow = new PartitionFlow(this.firesConsumer, this.slots, traced, { onError });
+    this.firesFlow = new PartitionFlow(this.firesConsumer, this.deliveries, traced, { onError });
     this.retryConsumer = await this.startupRetry('joining the retry topics', () =>
       messaging.bus.consumer({
         ...consumerOptions,
@@ -228,7 +237,7 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
         topics: c.topics.retryTiers.map((t) => t.topic),
       }),
     );
-    this.retryFlow = new PartitionFlow(this.retryConsumer, this.slots, traced, { onError });
+    this.retryFlow = new PartitionFlow(this.retryConsumer, this.deliveries, traced, { onError });
 
     const firesFlow = this.firesFlow;
     const retryFlow = this.retryFlow;

@@ -16,6 +16,7 @@ import type { AttemptOutcome, TargetRequest, TargetRunner } from './attempt';
 import { FireExecutor, type RunLedger } from './fire-executor';
 import type { FireOutcomeSink } from './outcome-sink';
 import type { DeadLetterReason } from './retry-plan';
+import { Slots } from './slots';
 
 const policy: RetryPolicy = {
   maxAttempts: 3,
@@ -103,7 +104,7 @@ class Target implements TargetRunner<WebhookTarget>, TargetRunner<KafkaTarget> {
   }
 }
 
-function setup(opts: { leaseMs?: number; heartbeatMs?: number } = {}) {
+function setup(opts: { leaseMs?: number; heartbeatMs?: number; targetSlots?: Slots } = {}) {
   const s = new Script();
   const t = new Target();
   const ex = new FireExecutor(s, t, t, s, {
@@ -113,6 +114,7 @@ function setup(opts: { leaseMs?: number; heartbeatMs?: number } = {}) {
     runRetentionMs: 30 * 86_400_000,
     now: () => now,
     random: () => 0.5,
+    ...(opts.targetSlots ? { targetSlots: opts.targetSlots } : {}),
   });
   return { s, t, ex, stop: new AbortController() };
 }
@@ -125,6 +127,39 @@ const hanging = (signal: AbortSignal) =>
   );
 
 describe('FireExecutor', () => {
+  it('holds a target slot from the lease to the end of the call, not through the bookkeeping after it', async () => {
+    const slots = new Slots(1);
+    const { s, t, ex, stop } = setup({ targetSlots: slots });
+    let finishCall: (o: AttemptOutcome) => void = () => undefined;
+    t.answer = () => new Promise((resolve) => (finishCall = resolve));
+    const publishing: (() => void)[] = [];
+    s.publishResult = (r: FireResult) => {
+      s.log.push(`result ${r.attempt} ${r.outcome}`);
+      return new Promise<void>((resolve) => publishing.push(resolve));
+    };
+    const first = ex.execute(fire, stop.signal);
+    const second = ex.execute({ ...fire, fenceToken: 5, fireId: 'j:5' }, stop.signal);
+    await new Promise((r) => setImmediate(r));
+    // One slot: the second run has not even taken its lease while the first one calls.
+    expect(t.calls).toHaveLength(1);
+    expect(s.log.filter((l) => l === 'begin')).toHaveLength(1);
+    finishCall({ ok: true, httpStatus: 200, error: null, retryable: false });
+    await new Promise((r) => setImmediate(r));
+    // The first run is still publishing its result, yet the second run's call has started.
+    expect(s.log).toContain('result 1 SUCCEEDED');
+    expect(t.calls).toHaveLength(2);
+    expect(slots.inUse()).toBe(1);
+    finishCall({ ok: true, httpStatus: 200, error: null, retryable: false });
+    await new Promise((r) => setImmediate(r));
+    expect(publishing).toHaveLength(2);
+    for (const done of publishing) done();
+    await expect(Promise.all([first, second])).resolves.toEqual([
+      expect.objectContaining({ kind: 'executed' }),
+      expect.objectContaining({ kind: 'executed' }),
+    ]);
+    expect(slots.inUse()).toBe(0);
+  });
+
   it('records a retry before handing it off, then publishes the attempt result', async () => {
     const { s, t, ex, stop } = setup();
     t.answer = async () => ({ ok: false, httpStatus: 503, error: 'HTTP 503', retryable: true });

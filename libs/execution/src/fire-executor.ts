@@ -19,6 +19,7 @@ import type { RunCompletion, RunStart, RunState } from '@tickwork/store';
 import type { AttemptOutcome, TargetRequest, TargetRunner } from './attempt';
 import type { FireOutcomeSink } from './outcome-sink';
 import { planRetry, type DeadLetterReason } from './retry-plan';
+import type { Slots } from './slots';
 
 /** The ledger operations the executor needs (RunRepository implements them). */
 export interface RunLedger {
@@ -37,6 +38,13 @@ export interface ExecutorOptions {
   readonly runRetentionMs: number;
   readonly now?: () => Date;
   readonly random?: () => number;
+  /**
+   * Bounds the runs between taking their lease and the end of the target call (the executor's
+   * concurrency). Recording the outcome, handing on and publishing the result happen after the
+   * slot is released: they are batched bookkeeping, and holding a slot through them would halve
+   * what a given concurrency gets through. Absent = unbounded.
+   */
+  readonly targetSlots?: Slots;
 }
 
 export type ExecutionReport =
@@ -93,8 +101,37 @@ export class FireExecutor {
       return { kind: 'duplicate', reason: 'OLDER_THAN_RUN_RETENTION' };
     }
 
+    // The slot is taken before the lease, so a run never waits for a slot holding a lease it
+    // does not heartbeat, and given back once the target call is over.
+    const slots = this.opts.targetSlots;
+    let holding = false;
+    if (slots) {
+      await slots.acquire();
+      holding = true;
+    }
+    const releaseSlot = () => {
+      if (holding) slots!.release();
+      holding = false;
+    };
+    try {
+      return await this.run(fire, stopping, ctx, releaseSlot);
+    } finally {
+      releaseSlot();
+    }
+  }
+
+  /** From the lease to the recorded outcome; `releaseSlot` once the target call is over. */
+  private async run(
+    fire: FireEvent,
+    stopping: AbortSignal,
+    ctx: DeliveryContext,
+    releaseSlot: () => void,
+  ): Promise<ExecutionReport> {
     const start = await this.runs.beginRun(fire, this.opts.owner, this.opts.runLeaseMs);
-    if (start.action === 'skip') return this.onSkip(fire, start, ctx);
+    if (start.action === 'skip') {
+      releaseSlot();
+      return this.onSkip(fire, start, ctx);
+    }
 
     const key: FireKey = { jobId: fire.jobId, fenceToken: fire.fenceToken };
     const attempt = start.attempt;
@@ -129,6 +166,7 @@ export class FireExecutor {
     }
 
     const { outcome, leaseUnconfirmed } = await this.callWithLease(current, key, start.leaseToken, stopping);
+    releaseSlot();
     if (outcome.aborted) {
       if (stopping.aborted) {
         // Give the run up now rather than making the next executor wait out the lease.

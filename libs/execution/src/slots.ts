@@ -20,6 +20,11 @@ export class Slots {
     else this.waiters.push(grant);
   }
 
+  /** Resolves with a slot taken for the caller (first come, first served). */
+  acquire(): Promise<void> {
+    return new Promise((resolve) => this.whenFree(resolve));
+  }
+
   /** Returns a slot, handing it straight to the longest waiter if there is one. */
   release(): void {
     const next = this.waiters.shift();
