@@ -120,7 +120,7 @@ function w2Section(r: SuiteResults, losses: string[]): string[] {
       );
   }
   lines.push(
-    'Missing = jobs of the herd that had not run by the deadline (T0 + 20–60 s); a peer that did not drain is restarted with fresh state before its next run.',
+    `Missing = jobs of the herd that had not run by the deadline (T0 + ${config.w2.deadlineMs / 1000} s, or 1 ms per job up to 60 s; 90 s for the large herd); a system that did not drain is restarted with fresh state before its next run.`,
     '',
   );
   return lines;
@@ -228,6 +228,27 @@ function w5Section(r: SuiteResults, losses: string[]): string[] {
   return lines;
 }
 
+/** The largest stage of Tickwork's lateness in its largest herd: the apparent reason it is late. */
+function whereTheTimeGoes(r: SuiteResults): string[] {
+  const e = r.w2[TICKWORK];
+  const run = e?.large ?? e?.small.filter((x) => !x.warmup && x.stages).at(-1);
+  if (!run?.stages) return [];
+  const stages = [...Object.entries(run.stages), ['handler', run.lateness] as const];
+  let prev = 0;
+  const steps = stages.map(([name, v]) => {
+    const step = { name, ms: v.p50 - prev };
+    prev = v.p50;
+    return step;
+  });
+  const worst = steps.reduce((a, b) => (b.ms > a.ms ? b : a));
+  return [
+    `Where Tickwork's time goes (herd of ${run.size.toLocaleString('en')}, p50 lateness added by each stage): ` +
+      steps.map((x) => `${x.name} +${ms(x.ms)} ms`).join(', ') +
+      `. The largest share is "${worst.name}" (${Math.round((100 * worst.ms) / Math.max(1, prev))}% of ${ms(prev)} ms).`,
+    '',
+  ];
+}
+
 /** The targets issue 6 sets for Tickwork, each with its figure from this run. */
 function targetsSection(r: SuiteResults): string[] {
   const check = (ok: boolean | undefined) => (ok === undefined ? 'not measured' : ok ? 'met' : '**missed**');
@@ -296,6 +317,7 @@ export async function writeReport(r: SuiteResults, opts: { charts?: boolean } = 
     '',
     ...(losses.length ? losses.map((l) => `- ${l}`) : ['- Nowhere in this run.']),
     '',
+    ...whereTheTimeGoes(r),
     ...sections,
     `Durations (s): ${Object.entries(r.durationsSec)
       .map(([k, v]) => `${k} ${v}`)
