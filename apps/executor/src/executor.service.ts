@@ -55,6 +55,7 @@ export interface ExecutorStatus {
 // A fetch returns at once when there is data; this bounds how long kafkajs sleeps when every
 // partition is paused, i.e. how soon a resumed partition is fetched again.
 const FETCH_MAX_WAIT_MS = 100;
+const RETRY_FETCH_MAX_WAIT_MS = 1_000;
 /** Deliveries held per target slot (see `deliveries`). */
 const DELIVERIES_PER_SLOT = 4;
 
@@ -233,6 +234,9 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
     this.retryConsumer = await this.startupRetry('joining the retry topics', () =>
       messaging.bus.consumer({
         ...consumerOptions,
+        // Retries wait seconds for their not-before anyway: polling an idle retry topic ten times
+        // a second would be most of an idle executor's work.
+        maxWaitTimeMs: RETRY_FETCH_MAX_WAIT_MS,
         groupId: `${x.groupId}.retry`,
         topics: c.topics.retryTiers.map((t) => t.topic),
       }),
