@@ -89,6 +89,11 @@ interface LeaseRow {
   db_now: Date;
 }
 
+/** A claim that claimed nothing. */
+function idleClaim(now: Date, fencedOut: readonly number[]): ClaimResult {
+  return { now, fencedOut, fires: [], skipped: 0, scanned: 0, parked: [], saturated: false, skips: [] };
+}
+
 export class FireRepository {
   constructor(private readonly pool: Pool) {}
 
@@ -157,16 +162,10 @@ export class FireRepository {
   ): Promise<ClaimResult> {
     const probe = await this.probeDueTenants(req);
     if (probe.due.length === 0) {
-      return {
-        now: probe.now,
-        fencedOut: req.shards.map((s) => s.shard).filter((s) => !probe.held.includes(s)),
-        fires: [],
-        skipped: 0,
-        scanned: 0,
-        parked: [],
-        saturated: false,
-        skips: [],
-      };
+      return idleClaim(
+        probe.now,
+        req.shards.map((s) => s.shard).filter((s) => !probe.held.includes(s)),
+      );
     }
     return inTransaction(this.pool, async (client) => {
       const leases = await client.query<LeaseRow>(
@@ -180,16 +179,7 @@ export class FireRepository {
       const held = leases.rows.map((r) => r.shard);
       const fencedOut = req.shards.map((s) => s.shard).filter((s) => !held.includes(s));
       const now = leases.rows[0]?.db_now ?? (await client.query<{ now: Date }>('SELECT now()')).rows[0]!.now;
-      const idle = {
-        now,
-        fencedOut,
-        fires: [],
-        skipped: 0,
-        scanned: 0,
-        parked: [],
-        saturated: false,
-        skips: [],
-      };
+      const idle = idleClaim(now, fencedOut);
       if (held.length === 0) return idle;
 
       // The tenants the probe found due, in the shards whose lease still holds. A tenant that

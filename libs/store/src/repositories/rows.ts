@@ -36,18 +36,7 @@ export const JOB_COLUMNS =
 /** A jobs row as a domain Job. */
 export function jobFromRow(row: JobRow): Job {
   return {
-    jobId: row.job_id,
-    tenantId: row.tenant_id,
-    shard: row.shard,
-    schedule: scheduleFromWire(row.schedule),
-    status: row.status,
-    nextRunAt: row.next_run_at,
-    nextNominalAt: row.next_nominal_at,
-    fenceToken: row.fence_token,
-    firesCount: row.fires_count,
-    target: targetFromWire(row.target),
-    payload: row.payload,
-    policies: policiesFromWire(row.policies),
+    ...claimableJobFromRow(row),
     labels: row.labels,
     version: row.version,
     createdAt: row.created_at,
