@@ -11,6 +11,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_POLICIES, policiesToWire, scheduleToWire, shardOf, targetToWire } from '@tickwork/domain';
 import { createPool, ensureDatabase, migrate, type Pool } from '@tickwork/store';
+import { dueScanMs } from './due-scan';
 
 const TOTAL = Number(process.env.BENCH_TOTAL ?? 1_000_000);
 const DUE = Number(process.env.BENCH_DUE ?? 100_000);
@@ -61,41 +62,6 @@ async function load(
   await pool.query('ANALYZE jobs');
 }
 
-/** The scheduler's due-scan (tenant walk + fair fetch) for all shards, timed, rolled back. */
-async function dueScanMs(pool: Pool, limit: number, runs = 7): Promise<number[]> {
-  const times: number[] = [];
-  const shards = Array.from({ length: SHARDS }, (_, i) => i);
-  for (let r = 0; r < runs; r++) {
-    const client = await pool.connect();
-    try {
-      await client.query('BEGIN');
-      const t = process.hrtime.bigint();
-      const tenants = await client.query<{ shard: number; tenant_id: string }>(
-        `WITH RECURSIVE t(shard, tenant_id) AS (
-           SELECT s, (SELECT tenant_id FROM jobs WHERE shard = s AND status = 'SCHEDULED' ORDER BY tenant_id LIMIT 1) FROM unnest($1::int[]) AS s
-           UNION ALL
-           SELECT t.shard, (SELECT j.tenant_id FROM jobs j WHERE j.shard = t.shard AND j.status = 'SCHEDULED' AND j.tenant_id > t.tenant_id ORDER BY j.tenant_id LIMIT 1)
-             FROM t WHERE t.tenant_id IS NOT NULL)
-         SELECT t.shard, t.tenant_id FROM t WHERE t.tenant_id IS NOT NULL
-           AND EXISTS (SELECT 1 FROM jobs j WHERE j.shard = t.shard AND j.tenant_id = t.tenant_id AND j.status = 'SCHEDULED' AND j.next_run_at <= now())`,
-        [shards],
-      );
-      const cap = Math.max(1, Math.ceil(limit / Math.max(1, tenants.rows.length)));
-      await client.query(
-        `SELECT d.job_id FROM unnest($1::int[], $2::text[]) AS q(shard, tenant_id)
-           CROSS JOIN LATERAL (SELECT j.job_id FROM jobs j WHERE j.shard = q.shard AND j.tenant_id = q.tenant_id AND j.status = 'SCHEDULED'
-                                 AND j.next_run_at <= now() ORDER BY j.next_run_at LIMIT $3 FOR UPDATE OF j SKIP LOCKED) d`,
-        [tenants.rows.map((r) => r.shard), tenants.rows.map((r) => r.tenant_id), cap],
-      );
-      times.push(Number(process.hrtime.bigint() - t) / 1e6);
-      await client.query('ROLLBACK');
-    } finally {
-      client.release();
-    }
-  }
-  return times.sort((a, b) => a - b);
-}
-
 async function main(): Promise<void> {
   await ensureDatabase(databaseUrl);
   const pool = createPool(databaseUrl, { max: 4, statementTimeoutMs: 600_000 });
@@ -109,14 +75,14 @@ async function main(): Promise<void> {
   // Due jobs are loaded with a due time in the past for the scan measurement, then moved to T0.
   await load(pool, 0, DUE, () => new Date(Date.now() - 1_000), TENANTS);
   const loadDueMs = Date.now() - t;
-  const scanSmall = await dueScanMs(pool, 2_000);
+  const scanSmall = await dueScanMs(pool, SHARDS, 2_000, 7);
   console.log(`due-scan with ${DUE} stored: p50 ${pct(scanSmall, 50).toFixed(1)} ms`);
 
   console.log(`loading ${TOTAL - DUE} future jobs ...`);
   t = Date.now();
   await load(pool, DUE, TOTAL, () => far, TENANTS);
   const loadRestMs = Date.now() - t;
-  const scanLarge = await dueScanMs(pool, 2_000);
+  const scanLarge = await dueScanMs(pool, SHARDS, 2_000, 7);
   console.log(`due-scan with ${TOTAL} stored: p50 ${pct(scanLarge, 50).toFixed(1)} ms`);
 
   // A freshly bulk-loaded table is not what a scheduler meets in production: this box runs

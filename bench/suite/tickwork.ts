@@ -21,6 +21,7 @@ import {
 } from '@tickwork/domain';
 import { createKafkaBus, type MessageConsumer } from '@tickwork/messaging';
 import { createPool, migrate, type Pool } from '@tickwork/store';
+import { dueScanMs } from '../due-scan';
 import { config } from './config';
 import {
   executionOf,
@@ -289,38 +290,8 @@ export class TickworkContender implements Contender {
   }
 
   /** The due-scan of the claim path (tenant walk, then a fair share of due rows), timed and rolled back. */
-  async dueScanMs(limit: number, runs: number): Promise<number[]> {
-    const shards = Array.from({ length: SHARDS }, (_, i) => i);
-    const times: number[] = [];
-    for (let r = 0; r < runs; r++) {
-      const client = await this.pool!.connect();
-      try {
-        await client.query('BEGIN');
-        const t = process.hrtime.bigint();
-        const tenants = await client.query<{ shard: number; tenant_id: string }>(
-          `WITH RECURSIVE t(shard, tenant_id) AS (
-             SELECT s, (SELECT tenant_id FROM jobs WHERE shard = s AND status = 'SCHEDULED' ORDER BY tenant_id LIMIT 1) FROM unnest($1::int[]) AS s
-             UNION ALL
-             SELECT t.shard, (SELECT j.tenant_id FROM jobs j WHERE j.shard = t.shard AND j.status = 'SCHEDULED' AND j.tenant_id > t.tenant_id ORDER BY j.tenant_id LIMIT 1)
-               FROM t WHERE t.tenant_id IS NOT NULL)
-           SELECT t.shard, t.tenant_id FROM t WHERE t.tenant_id IS NOT NULL
-             AND EXISTS (SELECT 1 FROM jobs j WHERE j.shard = t.shard AND j.tenant_id = t.tenant_id AND j.status = 'SCHEDULED' AND j.next_run_at <= now())`,
-          [shards],
-        );
-        const cap = Math.max(1, Math.ceil(limit / Math.max(1, tenants.rows.length)));
-        await client.query(
-          `SELECT d.job_id FROM unnest($1::int[], $2::text[]) AS q(shard, tenant_id)
-             CROSS JOIN LATERAL (SELECT j.job_id FROM jobs j WHERE j.shard = q.shard AND j.tenant_id = q.tenant_id AND j.status = 'SCHEDULED'
-                                   AND j.next_run_at <= now() ORDER BY j.next_run_at LIMIT $3 FOR UPDATE OF j SKIP LOCKED) d`,
-          [tenants.rows.map((x) => x.shard), tenants.rows.map((x) => x.tenant_id), cap],
-        );
-        times.push(Number(process.hrtime.bigint() - t) / 1e6);
-        await client.query('ROLLBACK');
-      } finally {
-        client.release();
-      }
-    }
-    return times.sort((a, b) => a - b);
+  dueScanMs(limit: number, runs: number): Promise<number[]> {
+    return dueScanMs(this.pool!, SHARDS, limit, runs);
   }
 
   processes(): NamedProcess[] {
