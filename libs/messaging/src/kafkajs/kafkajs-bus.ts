@@ -24,6 +24,7 @@ import type {
   TopicDescription,
   TopicSpec,
 } from '../ports';
+import { fixIdleRequestQueueLoop } from './request-queue-idle';
 
 export interface KafkaConnection {
   readonly brokers: readonly string[];
@@ -51,6 +52,7 @@ const LEVEL_NAMES = {
 
 /** Opens a MessageBus over kafkajs. */
 export function createKafkaBus(conn: KafkaConnection, log?: BusLogger): MessageBus {
+  fixIdleRequestQueueLoop();
   const config: KafkajsConfig = {
     clientId: conn.clientId,
     brokers: [...conn.brokers],
