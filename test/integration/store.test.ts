@@ -252,6 +252,53 @@ describe('schedule store', () => {
     expect(await fires.pendingFires({ owner: 'heir', shards: [next!], minAgeMs: 0, limit: 10 })).toEqual([]);
   });
 
+  it('probes held shards in one statement: due tenants, fenced shards, and outbox batches to relay', async () => {
+    await jobs.insertJob({
+      definition: definition('probe-due', 'probe-t1'),
+      shard: 51,
+      next: dueAt(new Date(Date.now() - 1_000)),
+    });
+    await jobs.insertJob({
+      definition: definition('probe-later', 'probe-t2'),
+      shard: 51,
+      next: dueAt(new Date(Date.now() + 600_000)),
+    });
+    const [mine, other] = await leases.acquire([51, 52], 'prober', 30_000);
+    const probe = () =>
+      fires.probeDue({ owner: 'prober', shards: [mine!, other!], lookaheadMs: 0, relayAgeMs: 60_000 });
+
+    const before = await probe();
+    expect([...before.held].sort()).toEqual([51, 52]);
+    expect(before.due).toEqual([{ shard: 51, tenant_id: 'probe-t1' }]);
+    expect(before.relay).toEqual([]);
+
+    // A claim from the probe's answer; its batch is in the outbox but young: nothing to relay yet.
+    const claim = await fires.claimDueJobs(
+      { owner: 'prober', shards: [mine!], limit: 10, lookaheadMs: 0, probe: before },
+      fireOnce,
+    );
+    expect(claim.fires.map((f) => f.event.jobId)).toEqual(['probe-due']);
+    const after = await probe();
+    expect(after.due).toEqual([]);
+    expect(after.relay).toEqual([]);
+    // Past the relay age, the unconfirmed batch is reported for its shard, until it is marked enqueued.
+    const aged = await fires.probeDue({
+      owner: 'prober',
+      shards: [mine!, other!],
+      lookaheadMs: 0,
+      relayAgeMs: 0,
+    });
+    expect(aged.relay).toEqual([51]);
+    await fires.markEnqueued([claim.fires[0]!.batchId]);
+    expect(
+      (await fires.probeDue({ owner: 'prober', shards: [mine!], lookaheadMs: 0, relayAgeMs: 0 })).relay,
+    ).toEqual([]);
+
+    // A lost lease shows up as a shard missing from `held`.
+    await leases.acquire([52], 'thief', 30_000);
+    expect((await probe()).held).toEqual([51]);
+  });
+
   it('refuses a second claim of the same occurrence (unique job_id + nominal_time)', async () => {
     await jobs.insertJob({
       definition: definition('dup-occ'),

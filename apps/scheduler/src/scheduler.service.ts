@@ -18,7 +18,13 @@ import {
   type InboundBatch,
 } from '@tickwork/messaging';
 import { LazyKafkaAdmin, openMessaging, type Messaging } from '@tickwork/runtime';
-import { FireLoop, FirePublisher, ShardOwnership, type FireLoopEvents } from '@tickwork/scheduling';
+import {
+  FireLoop,
+  FirePublisher,
+  ShardOwnership,
+  SharedDueProbe,
+  type FireLoopEvents,
+} from '@tickwork/scheduling';
 import {
   ClusterStatsRepository,
   FireRepository,
@@ -162,6 +168,13 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
     const buckets = this.tenantBuckets();
     const lanes = c.scheduler.claimLanes;
     const ownership = this.ownership;
+    // One probe per tick for all lanes: an idle instance costs one statement per tick.
+    const dueProbe = new SharedDueProbe(fires, ownership, {
+      owner: c.instanceId,
+      lookaheadMs: c.scheduler.lookaheadMs,
+      relayAgeMs: c.scheduler.outboxRelayAgeMs,
+      maxAgeMs: c.scheduler.tickMs / 2,
+    });
     this.loops = Array.from(
       { length: lanes },
       (_, index) =>
@@ -178,6 +191,7 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
             relayAgeMs: c.scheduler.outboxRelayAgeMs,
             ...buckets,
             lane: { index, count: lanes },
+            dueProbe,
           },
           this.fireLoopEvents(),
         ),

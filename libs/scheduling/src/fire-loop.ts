@@ -4,8 +4,15 @@
  * between commit and publish leaves outbox rows that the shard's next owner re-publishes.
  */
 import { fairShares, type TenantTokenBuckets } from '@tickwork/domain';
-import type { ClaimPlanner, ClaimedFire, FireRepository } from '@tickwork/store';
+import {
+  probeOfShards,
+  type ClaimPlanner,
+  type ClaimedFire,
+  type DueProbe,
+  type FireRepository,
+} from '@tickwork/store';
 import type { FirePublisher } from './fire-publisher';
+import { SharedDueProbe } from './shared-due-probe';
 import type { ShardOwnership } from './shard-ownership';
 
 export interface FireLoopOptions {
@@ -22,6 +29,8 @@ export interface FireLoopOptions {
    * loops of one instance claim in parallel without contending for the same rows.
    */
   readonly lane?: { readonly index: number; readonly count: number };
+  /** The instance's probe, shared by its lanes; absent = this loop probes for itself. */
+  readonly dueProbe?: SharedDueProbe;
 }
 
 export interface FireLoopEvents {
@@ -40,6 +49,9 @@ export class FireLoop {
   private lastRelay = 0;
   /** The batch being published while the next one is claimed (at most one). */
   private publishing: Promise<void> = Promise.resolve();
+  /** The last claim filled its batch: claim again at once, probing only this lane's shards. */
+  private followUp = false;
+  private readonly dueProbe: SharedDueProbe;
 
   constructor(
     private readonly fires: FireRepository,
@@ -48,7 +60,16 @@ export class FireLoop {
     private readonly planner: ClaimPlanner,
     private readonly opts: FireLoopOptions,
     private readonly events: FireLoopEvents = {},
-  ) {}
+  ) {
+    this.dueProbe =
+      opts.dueProbe ??
+      new SharedDueProbe(fires, ownership, {
+        owner: opts.owner,
+        lookaheadMs: opts.lookaheadMs,
+        relayAgeMs: opts.relayAgeMs,
+        maxAgeMs: opts.tickMs / 2,
+      });
+  }
 
   start(): void {
     if (this.running) return;
@@ -73,18 +94,37 @@ export class FireLoop {
       } catch (e) {
         this.events.onError?.(e as Error);
       }
-      // A full batch means more is due: go again at once. Otherwise wait for the next tick.
-      if (claimed < this.opts.batchSize)
-        await this.sleep(Math.max(0, this.opts.tickMs - (Date.now() - started)));
+      // A full batch means more is due: go again at once. Otherwise wait for the next tick
+      // boundary: every lane of the instance wakes on the same one and shares one probe.
+      this.followUp = claimed >= this.opts.batchSize;
+      if (!this.followUp) {
+        const tick = this.opts.tickMs;
+        await this.sleep(Date.now() - started >= tick ? 0 : tick - (Date.now() % tick));
+      }
     }
   }
 
-  /** One tick: relay orphaned outbox rows now and then, claim a batch, publish it, confirm it. */
+  /**
+   * One tick: probe (shared with the other lanes), relay orphaned outbox batches if the probe
+   * saw any, claim a batch, publish it, confirm it. A follow-up tick after a full batch skips
+   * the shared probe (it is stale by then) and relays only now and then.
+   */
   async tick(): Promise<number> {
     const lane = this.opts.lane;
     const shards = this.ownership.claimable().filter((s) => !lane || s.shard % lane.count === lane.index);
     if (shards.length === 0) return 0;
-    if (Date.now() - this.lastRelay >= Math.max(this.opts.tickMs, 1_000)) {
+    let probe: DueProbe | undefined;
+    if (!this.followUp) {
+      const all = await this.dueProbe.probe();
+      if (!all) return 0;
+      probe = probeOfShards(all, new Set(shards.map((s) => s.shard)));
+      const fencedOut = shards.map((s) => s.shard).filter((s) => !probe!.held.includes(s));
+      if (fencedOut.length > 0) this.events.onFencedOut?.(fencedOut);
+    }
+    const relayNow = probe
+      ? probe.relay.length > 0
+      : Date.now() - this.lastRelay >= Math.max(this.opts.tickMs, 1_000);
+    if (relayNow) {
       this.lastRelay = Date.now();
       const orphaned = await this.fires.pendingFires({
         owner: this.opts.owner,
@@ -106,13 +146,15 @@ export class FireLoop {
       for (const s of shares) if (s.deferredByQuota) deferred.push(s.tenantId);
       return new Map(shares.map((s) => [s.tenantId, s.cap]));
     };
+    if (probe && probe.due.length === 0) return 0;
     const result = await this.fires.claimDueJobs(
       {
         owner: this.opts.owner,
-        shards,
+        shards: probe ? shards.filter((s) => probe.held.includes(s.shard)) : shards,
         limit: this.opts.batchSize,
         lookaheadMs: this.opts.lookaheadMs,
         tenantCaps,
+        ...(probe ? { probe } : {}),
       },
       this.planner,
     );

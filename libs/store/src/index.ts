@@ -3,12 +3,16 @@ export { migrate, listMigrations, type Migration } from './migrate';
 export { JobRepository, JobAlreadyExistsError, type NewJob } from './repositories/job.repository';
 export {
   FireRepository,
+  probeOfShards,
   type ClaimPlanner,
   type DueJob,
   type ClaimRequest,
   type ClaimResult,
   type ClaimedFire,
   type ClaimSkip,
+  type DueProbe,
+  type DueProbeRequest,
+  type DueTenant,
 } from './repositories/fire.repository';
 export { ShardLeaseRepository } from './repositories/shard-lease.repository';
 export {

@@ -33,6 +33,8 @@ export interface ClaimRequest {
   readonly lookaheadMs: number;
   /** Per-tenant caps for this batch, given the tenants with due work (fairness and quotas). */
   readonly tenantCaps?: (tenantIds: readonly string[]) => ReadonlyMap<string, number>;
+  /** A fresh `probeDue` of these shards, to claim from instead of probing again. */
+  readonly probe?: DueProbe;
 }
 
 export interface ClaimResult {
@@ -72,16 +74,38 @@ interface BrokenJob {
   readonly error: string;
 }
 
-interface DueTenant {
-  shard: number;
-  tenant_id: string;
+/** A tenant with due work in a shard. */
+export interface DueTenant {
+  readonly shard: number;
+  readonly tenant_id: string;
 }
 
-interface DueProbe {
+/** What a lock-free probe saw in the shards the caller appears to hold. */
+export interface DueProbe {
   readonly now: Date;
   /** Shards whose lease the caller held at the probe (without a lock). */
   readonly held: readonly number[];
   readonly due: readonly DueTenant[];
+  /** Held shards with outbox batches to relay (orphaned past `relayAgeMs`, or manual). */
+  readonly relay: readonly number[];
+}
+
+export interface DueProbeRequest {
+  readonly owner: string;
+  readonly shards: readonly ShardEpoch[];
+  readonly lookaheadMs: number;
+  /** Outbox batches of scheduled claims older than this count as orphaned (see `pendingFires`). */
+  readonly relayAgeMs: number;
+}
+
+/** The part of a probe that concerns `shards` (a lane's share of an instance-wide probe). */
+export function probeOfShards(probe: DueProbe, shards: ReadonlySet<number>): DueProbe {
+  return {
+    now: probe.now,
+    held: probe.held.filter((s) => shards.has(s)),
+    due: probe.due.filter((d) => shards.has(d.shard)),
+    relay: probe.relay.filter((s) => shards.has(s)),
+  };
 }
 
 interface LeaseRow {
@@ -117,12 +141,18 @@ export class FireRepository {
   }
 
   /**
-   * Which tenants have due work in the shards the caller appears to hold — one statement, no
-   * transaction, no locks — so that an idle tick (the common case) costs one round trip. The
-   * claim transaction re-checks the leases under a share lock before touching anything.
+   * Which tenants have due work, and which shards have outbox batches to relay, in the shards the
+   * caller appears to hold — one statement, no transaction, no locks — so that an idle tick (the
+   * common case) costs one round trip for all of an instance's lanes. The claim transaction
+   * re-checks the leases under a share lock before touching anything.
    */
-  private async probeDueTenants(req: ClaimRequest): Promise<DueProbe> {
-    const { rows } = await this.pool.query<{ db_now: Date; held: number[]; due: DueTenant[] }>(
+  async probeDue(req: DueProbeRequest): Promise<DueProbe> {
+    const { rows } = await this.pool.query<{
+      db_now: Date;
+      held: number[];
+      due: DueTenant[];
+      relay: number[];
+    }>(
       `WITH RECURSIVE held AS (
          SELECT l.shard
            FROM shard_leases l
@@ -148,11 +178,23 @@ export class FireRepository {
                    AND EXISTS (SELECT 1 FROM jobs j
                                 WHERE j.shard = t.shard AND j.tenant_id = t.tenant_id AND j.status = 'SCHEDULED'
                                   AND j.next_run_at <= now() + make_interval(secs => $4::double precision / 1000))
-              ), '[]'::json) AS due`,
-      [req.shards.map((s) => s.shard), req.shards.map((s) => s.epoch), req.owner, req.lookaheadMs],
+              ), '[]'::json) AS due,
+              ARRAY(SELECT h.shard FROM held h
+                     WHERE EXISTS (SELECT 1 FROM fire_batches b
+                                    WHERE b.shard = h.shard AND b.enqueued_at IS NULL
+                                      AND (b.trigger <> 'SCHEDULE'
+                                           OR b.claimed_at <= now() - make_interval(secs => $5::double precision / 1000)))
+              ) AS relay`,
+      [
+        req.shards.map((s) => s.shard),
+        req.shards.map((s) => s.epoch),
+        req.owner,
+        req.lookaheadMs,
+        req.relayAgeMs,
+      ],
     );
     const row = rows[0]!;
-    return { now: row.db_now, held: row.held, due: row.due };
+    return { now: row.db_now, held: row.held, due: row.due, relay: row.relay };
   }
 
   private async claimInTransaction(
@@ -160,7 +202,8 @@ export class FireRepository {
     plan: ClaimPlanner,
     claimTrace: ClaimTrace,
   ): Promise<ClaimResult> {
-    const probe = await this.probeDueTenants(req);
+    // The relay age does not matter here: the claim reads only the due tenants.
+    const probe = req.probe ?? (await this.probeDue({ ...req, relayAgeMs: 0 }));
     if (probe.due.length === 0) {
       return idleClaim(
         probe.now,

@@ -1,0 +1,53 @@
+/**
+ * One due-probe per tick for all the claim lanes of an instance. The lanes wake on the same tick
+ * boundary; the first to ask probes every claimable shard and the others share its answer, so an
+ * idle instance costs one statement per tick whatever its lane count.
+ */
+import type { DueProbe, FireRepository } from '@tickwork/store';
+import type { ShardOwnership } from './shard-ownership';
+
+export interface SharedDueProbeOptions {
+  readonly owner: string;
+  readonly lookaheadMs: number;
+  readonly relayAgeMs: number;
+  /** An answer younger than this is shared; older ones are probed again. */
+  readonly maxAgeMs: number;
+}
+
+export class SharedDueProbe {
+  private latest:
+    | {
+        readonly at: number;
+        readonly shards: ReturnType<ShardOwnership['claimable']>;
+        readonly probe: Promise<DueProbe>;
+      }
+    | undefined;
+
+  constructor(
+    private readonly fires: Pick<FireRepository, 'probeDue'>,
+    private readonly ownership: Pick<ShardOwnership, 'claimable'>,
+    private readonly opts: SharedDueProbeOptions,
+  ) {}
+
+  /** A probe of the instance's claimable shards no older than `maxAgeMs`; undefined if it holds none. */
+  probe(): Promise<DueProbe> | undefined {
+    const shards = this.ownership.claimable();
+    if (shards.length === 0) return undefined;
+    const now = Date.now();
+    // The ownership replaces its array on every change, so a new one means new shards or epochs.
+    const latest = this.latest;
+    if (latest && latest.shards === shards && now - latest.at < this.opts.maxAgeMs) return latest.probe;
+    const probe = this.fires.probeDue({
+      owner: this.opts.owner,
+      shards,
+      lookaheadMs: this.opts.lookaheadMs,
+      relayAgeMs: this.opts.relayAgeMs,
+    });
+    this.latest = { at: now, shards, probe };
+    // A failed probe is not shared: the next lane to ask tries again.
+    probe.catch(() => {
+      if (this.latest?.probe === probe) this.latest = undefined;
+    });
+    return probe;
+  }
+}
