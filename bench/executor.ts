@@ -38,6 +38,8 @@ function repoRoot(from: string): string {
 const ROOT = repoRoot(__dirname);
 // The executor of the same build as this script (dist/, or a private --outDir).
 const EXECUTOR_MAIN = join(__dirname, '..', 'apps', 'executor', 'src', 'main.js');
+/** How infra/start and docker-compose.yml launch the executor. */
+const EXECUTOR_NODE_FLAGS = '--max-semi-space-size=32';
 const BROKERS = process.env.KAFKA_BROKERS ?? '127.0.0.1:9092';
 const REGISTRY = process.env.SCHEMA_REGISTRY_URL ?? 'http://127.0.0.1:8081/apis/ccompat/v7';
 const adminUrl = process.env.BENCH_ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -308,8 +310,8 @@ async function scenario(kind: 'kafka' | 'webhook'): Promise<ScenarioResult> {
     TICKWORK_RUN_PURGE_INTERVAL: '0',
   };
   const args = [
-    // Extra V8/Node flags for the executor, to try runtime settings (e.g. --max-semi-space-size=64).
-    ...(process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? []),
+    // The executor's launch flags (as infra/start and docker-compose.yml); BENCH_NODE_FLAGS replaces them.
+    ...(process.env.BENCH_NODE_FLAGS ?? EXECUTOR_NODE_FLAGS).split(' ').filter(Boolean),
     ...(PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []),
     EXECUTOR_MAIN,
   ];
@@ -395,7 +397,7 @@ async function main(): Promise<void> {
       partitions: PARTITIONS,
       concurrency: Number(CONCURRENCY),
       instances: 1,
-      executorNodeFlags: process.env.BENCH_NODE_FLAGS ?? '',
+      executorNodeFlags: process.env.BENCH_NODE_FLAGS ?? EXECUTOR_NODE_FLAGS,
     },
     scenarios,
   };

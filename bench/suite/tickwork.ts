@@ -102,7 +102,9 @@ export class TickworkContender implements Contender {
 
   private async spawnApp(name: 'scheduler' | 'executor', env: Record<string, string>, ready: RegExp) {
     const main = join(config.tickworkDist, 'apps', name, 'src', 'main.js');
-    const flags = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+    // The launch flags of infra/start and docker-compose.yml; BENCH_NODE_FLAGS replaces them.
+    const launch = name === 'executor' ? '--max-semi-space-size=32' : '';
+    const flags = (process.env.BENCH_NODE_FLAGS ?? launch).split(' ').filter(Boolean);
     const child = spawn(process.execPath, [...flags, main], {
       env: { ...env, TICKWORK_INSTANCE_ID: `bench-suite-${name}` },
       stdio: ['ignore', 'pipe', 'pipe'],
