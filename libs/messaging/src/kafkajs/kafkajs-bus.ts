@@ -24,6 +24,7 @@ import type {
   TopicDescription,
   TopicSpec,
 } from '../ports';
+import { sizeRecordBuffers } from './record-encoding';
 import { fixIdleRequestQueueLoop } from './request-queue-idle';
 
 export interface KafkaConnection {
@@ -53,6 +54,7 @@ const LEVEL_NAMES = {
 /** Opens a MessageBus over kafkajs. */
 export function createKafkaBus(conn: KafkaConnection, log?: BusLogger): MessageBus {
   fixIdleRequestQueueLoop();
+  sizeRecordBuffers();
   const config: KafkajsConfig = {
     clientId: conn.clientId,
     brokers: [...conn.brokers],

@@ -1,0 +1,104 @@
+/**
+ * kafkajs 2.2.4 encodes every record, and every header of every record, into a fresh zero-filled
+ * 512-byte buffer, whatever its size. An executor sends two records of about ten headers per fire,
+ * so that was ~6 KB of zeroed garbage per fire and a large share of its allocation and GC time.
+ * This is the same record encoding (v0, byte for byte) with each buffer sized to what it holds.
+ * It stands in for kafkajs's module before the produce request that captures it is first loaded.
+ */
+
+type HeaderValue = string | Buffer;
+
+/** The record fields kafkajs's produce request passes to its record encoder. */
+export interface RecordFields {
+  readonly offsetDelta?: number;
+  readonly timestampDelta?: number;
+  readonly key?: string | Buffer | null;
+  readonly value?: string | Buffer | null;
+  readonly headers?: Readonly<Record<string, HeaderValue | HeaderValue[] | undefined>>;
+}
+
+/** The part of kafkajs's Encoder this uses. */
+interface Encoder {
+  readonly buffer: Buffer;
+  size(): number;
+  writeVarInt(v: number): Encoder;
+  writeInt8(v: number): Encoder;
+  writeVarLong(v: number): Encoder;
+  writeVarIntString(v: string): Encoder;
+  writeVarIntBytes(v: HeaderValue | null | undefined): Encoder;
+  writeVarIntArray(v: Encoder[]): Encoder;
+}
+
+interface EncoderClass {
+  new (initialSize?: number): Encoder;
+  sizeOfVarInt(v: number): number;
+  sizeOfVarLong(v: number): number;
+  sizeOfVarIntBytes(v: HeaderValue | null | undefined): number;
+}
+
+const RECORD_MODULE = 'kafkajs/src/protocol/recordBatch/record/v0';
+const PRODUCE_MODULE = 'kafkajs/src/protocol/requests/produce/v3/request';
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const KafkaEncoder = require('kafkajs/src/protocol/encoder') as EncoderClass;
+
+function encodeHeader(key: string, value: HeaderValue): Encoder {
+  const keyBytes = Buffer.byteLength(key);
+  const size = KafkaEncoder.sizeOfVarInt(keyBytes) + keyBytes + KafkaEncoder.sizeOfVarIntBytes(value);
+  return new KafkaEncoder(size).writeVarIntString(key).writeVarIntBytes(value);
+}
+
+/** Encodes one record (Kafka record format v0) into a buffer of its own size. */
+export function encodeRecord({
+  offsetDelta = 0,
+  timestampDelta = 0,
+  key,
+  value,
+  headers = {},
+}: RecordFields): Encoder {
+  const encodedHeaders: Encoder[] = [];
+  for (const name of Object.keys(headers)) {
+    const v = headers[name];
+    if (Array.isArray(v)) for (const one of v) encodedHeaders.push(encodeHeader(name, one));
+    else encodedHeaders.push(encodeHeader(name, v as HeaderValue));
+  }
+  let headersSize = KafkaEncoder.sizeOfVarInt(encodedHeaders.length);
+  for (const h of encodedHeaders) headersSize += h.size();
+  const bodySize =
+    1 + // attributes
+    KafkaEncoder.sizeOfVarLong(timestampDelta) +
+    KafkaEncoder.sizeOfVarInt(offsetDelta) +
+    KafkaEncoder.sizeOfVarIntBytes(key) +
+    KafkaEncoder.sizeOfVarIntBytes(value) +
+    headersSize;
+  return new KafkaEncoder(KafkaEncoder.sizeOfVarInt(bodySize) + bodySize)
+    .writeVarInt(bodySize)
+    .writeInt8(0)
+    .writeVarLong(timestampDelta)
+    .writeVarInt(offsetDelta)
+    .writeVarIntBytes(key)
+    .writeVarIntBytes(value)
+    .writeVarIntArray(encodedHeaders);
+}
+
+let installed: boolean | undefined;
+
+/**
+ * Makes kafkajs's produce requests use `encodeRecord`, once per process, by placing it in the
+ * module cache under the path of kafkajs's record encoder before anything loads that module (a
+ * require hook, such as OpenTelemetry's, remembers the first exports it sees). False if kafkajs's
+ * own encoder was loaded already; it then stays in use: still correct, slower.
+ */
+export function sizeRecordBuffers(): boolean {
+  if (installed !== undefined) return installed;
+  const path = require.resolve(RECORD_MODULE);
+  if (require.cache[path] || require.cache[require.resolve(PRODUCE_MODULE)]) return (installed = false);
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { Module } = require('node:module') as { Module: new (id: string) => NodeJS.Module };
+  const entry = new Module(path);
+  entry.filename = path;
+  entry.exports = encodeRecord;
+  entry.loaded = true;
+  require.cache[path] = entry;
+  return (installed = true);
+}
