@@ -334,6 +334,36 @@ describe('executor delivery', () => {
     T,
   );
 
+  it(
+    'with no trace exporter, passes the trace a fire arrived with on to its calls, retries and results',
+    async () => {
+      const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+      scripts.set('/traced-1', (_c, nth) => ({ status: nth < 1 ? 503 : 200 }));
+      const fire = await job(
+        'traced-1',
+        webhook(receiver.url('/traced-1')),
+        quickRetry({ initialBackoffMs: 200 }),
+      );
+      await publisher.publishWith({ traceparent, tracestate: 'vendor=1' }, fire);
+      await finalRun('traced-1', 'SUCCEEDED');
+      // The executor exports no spans here, so it adds none: every hop carries the same context.
+      const calls = callsTo('/traced-1');
+      expect(
+        calls.map((c) => [c.headers['tickwork-attempt'], c.headers.traceparent, c.headers.tracestate]),
+      ).toEqual([
+        ['1', traceparent, 'vendor=1'],
+        ['2', traceparent, 'vendor=1'],
+      ]);
+      expect(out.retriesFor('traced-1').map((m) => m.headers.traceparent)).toEqual([traceparent]);
+      const results = await eventually('2 attempt results', async () => {
+        const r = out.results.messages.filter((m) => m.key?.toString() === 'traced-1');
+        return r.length >= 2 ? r : undefined;
+      });
+      expect(results.map((m) => m.headers.traceparent)).toEqual([traceparent, traceparent]);
+    },
+    T,
+  );
+
   it('reports its slots and in-flight work on /health/ready', async () => {
     const res = await fetch(`${executor.url}/health/ready`);
     expect(res.status).toBe(200);

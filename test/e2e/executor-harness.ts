@@ -179,11 +179,16 @@ export class FirePublisher {
   }
 
   async publish(...fires: FireEvent[]): Promise<void> {
+    await this.publishWith({}, ...fires);
+  }
+
+  /** Publishes fires with extra headers (a scheduler's `traceparent`, say). */
+  async publishWith(headers: Readonly<Record<string, string>>, ...fires: FireEvent[]): Promise<void> {
     const messages = await Promise.all(
       fires.map(async (f) => ({
         key: f.jobId,
         value: await this.codecs.encodeFire(this.topics.fires, f),
-        headers: { 'tickwork-fire-id': f.fireId },
+        headers: { ...headers, 'tickwork-fire-id': f.fireId },
       })),
     );
     await this.producer.send([{ topic: this.topics.fires, messages }]);

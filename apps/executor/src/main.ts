@@ -8,7 +8,12 @@ import { ExecutorModule } from './executor.module';
 async function bootstrap(): Promise<void> {
   const config = loadConfig();
   // First: the metrics provider must exist before any instrument is made.
-  const telemetry = startTelemetry({ app: 'executor', instanceId: config.instanceId });
+  // Without an exporter the executor hands trace context on from each fire's headers itself.
+  const telemetry = startTelemetry({
+    app: 'executor',
+    instanceId: config.instanceId,
+    asyncContext: 'when-tracing',
+  });
   const app = await NestFactory.create(ExecutorModule.forRoot(config, telemetry), {
     logger: telemetry.nestLogger,
   });

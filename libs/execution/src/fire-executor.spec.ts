@@ -12,6 +12,7 @@ import type {
   WebhookTarget,
 } from '@tickwork/domain';
 import type { RunCompletion, RunStart, RunState } from '@tickwork/store';
+import { bindTraceContext, boundTraceContext } from '@tickwork/telemetry';
 import type { AttemptOutcome, TargetRequest, TargetRunner } from './attempt';
 import { FireExecutor, type RunLedger } from './fire-executor';
 import type { FireOutcomeSink } from './outcome-sink';
@@ -170,6 +171,25 @@ describe('FireExecutor', () => {
       'retry attempt=2 at=2026-06-01T12:00:00.500Z',
       'handed-off RETRYING 1',
       'result 1 RETRYING',
+    ]);
+  });
+
+  it('keeps the trace a fire arrived with on its target call, its retry and its result', async () => {
+    const { s, t, ex, stop } = setup();
+    const trace = { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' };
+    const traced: FireEvent = { ...fire };
+    bindTraceContext(traced, trace);
+    const sent: { what: string; trace: unknown }[] = [];
+    s.scheduleRetry = async (f: FireEvent) =>
+      void sent.push({ what: `retry ${f.attempt}`, trace: boundTraceContext(f) });
+    s.publishResult = async (r: FireResult) =>
+      void sent.push({ what: `result ${r.attempt}`, trace: boundTraceContext(r) });
+    t.answer = async () => ({ ok: false, httpStatus: 503, error: 'HTTP 503', retryable: true });
+    await ex.execute(traced, stop.signal);
+    expect(t.calls[0]!.traceHeaders).toEqual(trace);
+    expect(sent).toEqual([
+      { what: 'retry 2', trace },
+      { what: 'result 1', trace },
     ]);
   });
 

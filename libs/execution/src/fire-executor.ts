@@ -16,6 +16,7 @@ import type {
   WebhookTarget,
 } from '@tickwork/domain';
 import type { RunCompletion, RunStart, RunState } from '@tickwork/store';
+import { bindTraceContext, boundTraceContext } from '@tickwork/telemetry';
 import type { AttemptOutcome, TargetRequest, TargetRunner } from './attempt';
 import type { FireOutcomeSink } from './outcome-sink';
 import { planRetry, type DeadLetterReason } from './retry-plan';
@@ -135,7 +136,7 @@ export class FireExecutor {
 
     const key: FireKey = { jobId: fire.jobId, fenceToken: fire.fenceToken };
     const attempt = start.attempt;
-    const current: FireEvent = attempt === fire.attempt ? fire : { ...fire, attempt };
+    const current = atAttempt(fire, attempt);
     const startedAt = this.now();
 
     if (!start.retryPolicy) {
@@ -236,7 +237,7 @@ export class FireExecutor {
     }
     if (decision.kind === 'retry') {
       await this.sink.scheduleRetry(
-        { ...fire, attempt: fire.attempt + 1 },
+        atAttempt(fire, fire.attempt + 1),
         decision.notBefore,
         outcome.error ?? 'failed',
       );
@@ -260,7 +261,7 @@ export class FireExecutor {
       error,
       durationMs: finishedAt.getTime() - startedAt.getTime(),
     };
-    await this.sink.publishResult(result);
+    await this.sink.publishResult(inTraceOf(fire, result));
     this.events.onExecuted?.(fire, result);
     return { kind: 'executed', outcome: status, result };
   }
@@ -283,10 +284,10 @@ export class FireExecutor {
       };
     }
     if (run && !run.handedOffAt && (run.status === 'RETRYING' || run.status === 'DEAD_LETTERED')) {
-      const recorded: FireEvent = { ...fire, attempt: run.attempt };
+      const recorded = atAttempt(fire, run.attempt);
       if (run.status === 'RETRYING') {
         await this.sink.scheduleRetry(
-          { ...recorded, attempt: run.attempt + 1 },
+          atAttempt(fire, run.attempt + 1),
           run.nextAttemptAt ?? this.now(),
           run.error ?? 'failed',
         );
@@ -302,7 +303,7 @@ export class FireExecutor {
       await this.runs.markHandedOff(key, run.status, run.attempt);
     }
     // The recorded result may not have been published before a crash: publish it again.
-    if (run && run.status !== 'RETRYING') await this.sink.publishResult(resultOfRun(run));
+    if (run && run.status !== 'RETRYING') await this.sink.publishResult(inTraceOf(fire, resultOfRun(run)));
     this.events.onDuplicate?.(fire, start.reason);
     return { kind: 'duplicate', reason: start.reason };
   }
@@ -346,6 +347,7 @@ export class FireExecutor {
         scheduledFor: fire.scheduledFor,
         attempt: fire.attempt,
         body: fire.payload === null ? null : JSON.stringify(fire.payload),
+        traceHeaders: boundTraceContext(fire),
       };
       const outcome =
         fire.target.type === 'webhook'
@@ -380,6 +382,17 @@ type FinalDecision =
   | { readonly kind: 'succeeded' }
   | { readonly kind: 'retry'; readonly notBefore: Date }
   | { readonly kind: 'dead-letter'; readonly reason: DeadLetterReason; readonly detail: string };
+
+/** `fire` at another attempt, in the same trace. */
+function atAttempt(fire: FireEvent, attempt: number): FireEvent {
+  return attempt === fire.attempt ? fire : inTraceOf(fire, { ...fire, attempt });
+}
+
+/** `derived` (a copy of `fire`, or its result), bound to the trace `fire` carries. */
+function inTraceOf<T extends object>(fire: FireEvent, derived: T): T {
+  bindTraceContext(derived, boundTraceContext(fire));
+  return derived;
+}
 
 function resultOfRun(run: RunState): FireResult {
   const startedAt = run.startedAt ?? run.scheduledFor;

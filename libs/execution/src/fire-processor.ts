@@ -7,6 +7,7 @@
  */
 import { UndecodableMessageError, type EventCodecs, type InboundMessage } from '@tickwork/messaging';
 import type { FireEvent } from '@tickwork/domain';
+import { bindTraceContext, extractTraceContext, traceCarrier } from '@tickwork/telemetry';
 import type { FireExecutor } from './fire-executor';
 import { HEADERS, sourceOf, type KafkaOutcomeSink } from './outcome-sink';
 import type { MessageProcessor, ProcessResult } from './partition-flow';
@@ -54,6 +55,10 @@ export class FireMessageProcessor implements MessageProcessor {
       this.events.onPoison?.(message, e.message);
       return DONE;
     }
+    // The fire carries its trace on: what the executor sends for it continues this trace even
+    // when no span is active (nothing exported, no async context).
+    if (message.headers.traceparent)
+      bindTraceContext(fire, traceCarrier(extractTraceContext(message.headers)));
     if (this.tierDelays.has(message.topic)) {
       const notBefore = notBeforeOf(message);
       const wait = notBefore === undefined ? 0 : notBefore - this.now();

@@ -7,6 +7,7 @@ import type { FireEvent, FireResult } from '@tickwork/domain';
 import type { EventCodecs, InboundMessage, OutboundMessage } from '@tickwork/messaging';
 import {
   Attr,
+  boundTraceContext,
   fireAttributes,
   inSpan,
   injectTraceContext,
@@ -129,9 +130,12 @@ export class KafkaOutcomeSink implements FireOutcomeSink {
    * replaces any `traceparent` in the headers: the next hop continues the same trace.
    */
   private send(topic: string, fire: FireIdentity | null, message: OutboundMessage): Promise<void> {
-    // Spans not recorded: no span of its own, the active context (the delivery's) still goes out.
-    if (!spansRecorded())
-      return this.producer.send(topic, { ...message, headers: injectTraceContext({ ...message.headers }) });
+    // Spans not recorded: no span of its own; the fire's trace (or the active one) still goes out.
+    if (!spansRecorded()) {
+      const trace = fire ? boundTraceContext(fire) : undefined;
+      const headers = trace ? { ...trace, ...message.headers } : { ...message.headers };
+      return this.producer.send(topic, { ...message, headers: injectTraceContext(headers) });
+    }
     return inSpan(
       `send ${topic}`,
       {

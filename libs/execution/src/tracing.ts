@@ -57,6 +57,8 @@ export class TracedProcessor implements MessageProcessor {
   }
 
   process(message: InboundMessage, signal: AbortSignal): Promise<ProcessResult> {
+    // Nothing recorded: the fire carries the trace of its headers on by itself (FireProcessor).
+    if (!recorded) return this.inner.process(message, signal);
     const attempt = Number(message.headers['tickwork-attempt']);
     return inSpan(
       `process ${message.topic}`,
@@ -255,7 +257,7 @@ export class TracedKafkaRunner implements TargetRunner<KafkaTarget> {
   }
 }
 
-/** A target call without a span of its own (spans not recorded): the active context still goes to the target. */
+/** A target call without a span of its own (spans not recorded): the fire's trace, else the active one, goes to the target. */
 async function observed<T>(
   inner: TargetRunner<T>,
   type: 'webhook' | 'kafka',
@@ -265,7 +267,11 @@ async function observed<T>(
   observe: TargetCallObserver | undefined,
 ): Promise<AttemptOutcome> {
   const started = performance.now();
-  const outcome = await inner.run(target, { ...req, traceHeaders: injectTraceContext({}) }, signal);
+  const outcome = await inner.run(
+    target,
+    { ...req, traceHeaders: req.traceHeaders ?? injectTraceContext({}) },
+    signal,
+  );
   observe?.(type, callOutcome(outcome), performance.now() - started);
   return outcome;
 }

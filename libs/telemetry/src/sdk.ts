@@ -17,6 +17,7 @@ import { defaultResource, envDetector, resourceFromAttributes } from '@opentelem
 import { NodeSDK } from '@opentelemetry/sdk-node';
 import { loadTelemetryConfig, type TelemetryConfig } from './config';
 import { createLogger, PinoNestLogger, type Logger } from './logger';
+import { PlainContextManager } from './plain-context';
 import { TenantLabels } from './tenant-labels';
 
 export interface TelemetryOptions {
@@ -24,6 +25,12 @@ export interface TelemetryOptions {
   readonly app: string;
   readonly instanceId: string;
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /**
+   * `always` (default): an AsyncLocalStorage context, so the active span follows every await.
+   * `when-tracing`: only while spans are exported; otherwise a plain context without promise hooks,
+   * for an app that hands the trace context on explicitly where nothing is traced (the executor).
+   */
+  readonly asyncContext?: 'always' | 'when-tracing';
 }
 
 export interface Telemetry {
@@ -87,6 +94,9 @@ export function startTelemetry(opts: TelemetryOptions): Telemetry {
     logRecordProcessors: [],
     // An empty list means no tracer provider at all; otherwise the SDK builds exporters from OTEL_*.
     ...(config.tracing ? {} : { spanProcessors: [] }),
+    ...(!config.tracing && opts.asyncContext === 'when-tracing'
+      ? { contextManager: new PlainContextManager() }
+      : {}),
   });
   sdk.start();
   if (config.tracing)
