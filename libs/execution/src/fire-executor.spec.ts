@@ -128,7 +128,7 @@ const hanging = (signal: AbortSignal) =>
   );
 
 describe('FireExecutor', () => {
-  it('holds a target slot from the lease to the end of the call, not through the bookkeeping after it', async () => {
+  it('holds a target slot only for the call: not for the lease before it nor the bookkeeping after it', async () => {
     const slots = new Slots(1);
     const { s, t, ex, stop } = setup({ targetSlots: slots });
     let finishCall: (o: AttemptOutcome) => void = () => undefined;
@@ -141,9 +141,10 @@ describe('FireExecutor', () => {
     const first = ex.execute(fire, stop.signal);
     const second = ex.execute({ ...fire, fenceToken: 5, fireId: 'j:5' }, stop.signal);
     await new Promise((r) => setImmediate(r));
-    // One slot: the second run has not even taken its lease while the first one calls.
+    // One slot: both runs took their lease, but only the first one calls.
+    expect(s.log.filter((l) => l === 'begin')).toHaveLength(2);
     expect(t.calls).toHaveLength(1);
-    expect(s.log.filter((l) => l === 'begin')).toHaveLength(1);
+    expect(slots.waiting()).toBe(1);
     finishCall({ ok: true, httpStatus: 200, error: null, retryable: false });
     await new Promise((r) => setImmediate(r));
     // The first run is still publishing its result, yet the second run's call has started.
@@ -158,6 +159,32 @@ describe('FireExecutor', () => {
       expect.objectContaining({ kind: 'executed' }),
       expect.objectContaining({ kind: 'executed' }),
     ]);
+    expect(slots.inUse()).toBe(0);
+  });
+
+  it('renews the lease of a run that waited for a slot before calling, and does not call if it was taken', async () => {
+    // heartbeatMs 0: any wait counts as long.
+    const slots = new Slots(1);
+    const { s, t, ex, stop } = setup({ targetSlots: slots, heartbeatMs: 0 });
+    expect(await ex.execute(fire, stop.signal)).toMatchObject({ kind: 'executed', outcome: 'SUCCEEDED' });
+    expect(s.log.slice(0, 2)).toEqual(['begin', 'heartbeat']);
+    expect(t.calls).toHaveLength(1);
+
+    s.heartbeatResult = false;
+    s.log.length = 0;
+    expect(await ex.execute({ ...fire, fenceToken: 6, fireId: 'j:6' }, stop.signal)).toEqual({
+      kind: 'lease-lost',
+    });
+    expect(s.log).toEqual(['begin', 'heartbeat']);
+    expect(t.calls).toHaveLength(1);
+    expect(slots.inUse()).toBe(0);
+
+    s.heartbeatResult = new Error('connection refused');
+    expect(await ex.execute({ ...fire, fenceToken: 7, fireId: 'j:7' }, stop.signal)).toMatchObject({
+      kind: 'later',
+      why: 'run ledger unreachable',
+    });
+    expect(t.calls).toHaveLength(1);
     expect(slots.inUse()).toBe(0);
   });
 

@@ -40,10 +40,10 @@ export interface ExecutorOptions {
   readonly now?: () => Date;
   readonly random?: () => number;
   /**
-   * Bounds the runs between taking their lease and the end of the target call (the executor's
-   * concurrency). Recording the outcome, handing on and publishing the result happen after the
-   * slot is released: they are batched bookkeeping, and holding a slot through them would halve
-   * what a given concurrency gets through. Absent = unbounded.
+   * Bounds the target calls in flight (the executor's concurrency). Taking the lease before and
+   * recording the outcome, handing on and publishing the result after happen outside the slot:
+   * they are batched bookkeeping, and holding a slot through them would cut what a given
+   * concurrency gets through by half or more. Absent = unbounded.
    */
   readonly targetSlots?: Slots;
 }
@@ -102,37 +102,14 @@ export class FireExecutor {
       return { kind: 'duplicate', reason: 'OLDER_THAN_RUN_RETENTION' };
     }
 
-    // The slot is taken before the lease, so a run never waits for a slot holding a lease it
-    // does not heartbeat, and given back once the target call is over.
-    const slots = this.opts.targetSlots;
-    let holding = false;
-    if (slots) {
-      await slots.acquire();
-      holding = true;
-    }
-    const releaseSlot = () => {
-      if (holding) slots!.release();
-      holding = false;
-    };
-    try {
-      return await this.run(fire, stopping, ctx, releaseSlot);
-    } finally {
-      releaseSlot();
-    }
+    return this.run(fire, stopping, ctx);
   }
 
-  /** From the lease to the recorded outcome; `releaseSlot` once the target call is over. */
-  private async run(
-    fire: FireEvent,
-    stopping: AbortSignal,
-    ctx: DeliveryContext,
-    releaseSlot: () => void,
-  ): Promise<ExecutionReport> {
+  /** From the lease to the recorded outcome, holding a target slot for the call. */
+  private async run(fire: FireEvent, stopping: AbortSignal, ctx: DeliveryContext): Promise<ExecutionReport> {
     const start = await this.runs.beginRun(fire, this.opts.owner, this.opts.runLeaseMs);
-    if (start.action === 'skip') {
-      releaseSlot();
-      return this.onSkip(fire, start, ctx);
-    }
+    const leasedAt = Date.now();
+    if (start.action === 'skip') return this.onSkip(fire, start, ctx);
 
     const key: FireKey = { jobId: fire.jobId, fenceToken: fire.fenceToken };
     const attempt = start.attempt;
@@ -166,8 +143,28 @@ export class FireExecutor {
       );
     }
 
-    const { outcome, leaseUnconfirmed } = await this.callWithLease(current, key, start.leaseToken, stopping);
-    releaseSlot();
+    const slots = this.opts.targetSlots;
+    if (slots) await slots.acquire();
+    let call: { outcome: AttemptOutcome; leaseUnconfirmed: boolean };
+    try {
+      // The lease is not heartbeaten while the run waits for a slot: after a long wait, renew it
+      // before calling, so the call never runs on a lease another executor may have taken.
+      if (Date.now() - leasedAt >= this.opts.heartbeatMs) {
+        const held = await this.runs
+          .heartbeat(key, start.leaseToken, this.opts.runLeaseMs)
+          .catch(() => undefined);
+        if (held === undefined)
+          return { kind: 'later', afterMs: LEDGER_UNREACHABLE_RETRY_MS, why: 'run ledger unreachable' };
+        if (!held) {
+          this.events.onLeaseLost?.(fire);
+          return { kind: 'lease-lost' };
+        }
+      }
+      call = await this.callWithLease(current, key, start.leaseToken, stopping);
+    } finally {
+      slots?.release();
+    }
+    const { outcome, leaseUnconfirmed } = call;
     if (outcome.aborted) {
       if (stopping.aborted) {
         // Give the run up now rather than making the next executor wait out the lease.
