@@ -21,6 +21,7 @@ import {
 } from '@tickwork/domain';
 import { createKafkaBus, EventCodecs, type MessageProducer } from '@tickwork/messaging';
 import { createPool, ensureDatabase, migrate, type Pool } from '@tickwork/store';
+import { EXECUTOR_NODE_FLAGS } from './executor-launch';
 
 const FIRES = Number(process.env.BENCH_FIRES ?? 100_000);
 const PARTITIONS = Number(process.env.BENCH_PARTITIONS ?? 12);
@@ -38,8 +39,6 @@ function repoRoot(from: string): string {
 const ROOT = repoRoot(__dirname);
 // The executor of the same build as this script (dist/, or a private --outDir).
 const EXECUTOR_MAIN = join(__dirname, '..', 'apps', 'executor', 'src', 'main.js');
-/** How infra/start and docker-compose.yml launch the executor. */
-const EXECUTOR_NODE_FLAGS = '--max-semi-space-size=32';
 const BROKERS = process.env.KAFKA_BROKERS ?? '127.0.0.1:9092';
 const REGISTRY = process.env.SCHEMA_REGISTRY_URL ?? 'http://127.0.0.1:8081/apis/ccompat/v7';
 const adminUrl = process.env.BENCH_ADMIN_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';

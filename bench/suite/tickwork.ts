@@ -22,6 +22,7 @@ import {
 import { createKafkaBus, type MessageConsumer } from '@tickwork/messaging';
 import { createPool, migrate, type Pool } from '@tickwork/store';
 import { dueScanMs } from '../due-scan';
+import { EXECUTOR_NODE_FLAGS } from '../executor-launch';
 import { config } from './config';
 import {
   executionOf,
@@ -103,7 +104,7 @@ export class TickworkContender implements Contender {
   private async spawnApp(name: 'scheduler' | 'executor', env: Record<string, string>, ready: RegExp) {
     const main = join(config.tickworkDist, 'apps', name, 'src', 'main.js');
     // The launch flags of infra/start and docker-compose.yml; BENCH_NODE_FLAGS replaces them.
-    const launch = name === 'executor' ? '--max-semi-space-size=32' : '';
+    const launch = name === 'executor' ? EXECUTOR_NODE_FLAGS : '';
     const flags = (process.env.BENCH_NODE_FLAGS ?? launch).split(' ').filter(Boolean);
     const child = spawn(process.execPath, [...flags, main], {
       env: { ...env, TICKWORK_INSTANCE_ID: `bench-suite-${name}` },

@@ -289,6 +289,8 @@ describe('schedule store', () => {
       relayAgeMs: 0,
     });
     expect(aged.relay).toEqual([51]);
+    // Without a relay age (a claim's own probe) the outbox is not looked at.
+    expect((await fires.probeDue({ owner: 'prober', shards: [mine!], lookaheadMs: 0 })).relay).toEqual([]);
     await fires.markEnqueued([claim.fires[0]!.batchId]);
     expect(
       (await fires.probeDue({ owner: 'prober', shards: [mine!], lookaheadMs: 0, relayAgeMs: 0 })).relay,

@@ -94,8 +94,11 @@ export interface DueProbeRequest {
   readonly owner: string;
   readonly shards: readonly ShardEpoch[];
   readonly lookaheadMs: number;
-  /** Outbox batches of scheduled claims older than this count as orphaned (see `pendingFires`). */
-  readonly relayAgeMs: number;
+  /**
+   * Outbox batches of scheduled claims older than this count as orphaned (see `pendingFires`).
+   * Absent: the outbox is not looked at and `relay` is empty (a claim's own probe).
+   */
+  readonly relayAgeMs?: number;
 }
 
 /** The part of a probe that concerns `shards` (a lane's share of an instance-wide probe). */
@@ -180,7 +183,8 @@ export class FireRepository {
                                   AND j.next_run_at <= now() + make_interval(secs => $4::double precision / 1000))
               ), '[]'::json) AS due,
               ARRAY(SELECT h.shard FROM held h
-                     WHERE EXISTS (SELECT 1 FROM fire_batches b
+                     WHERE $5::double precision IS NOT NULL
+                       AND EXISTS (SELECT 1 FROM fire_batches b
                                     WHERE b.shard = h.shard AND b.enqueued_at IS NULL
                                       AND (b.trigger <> 'SCHEDULE'
                                            OR b.claimed_at <= now() - make_interval(secs => $5::double precision / 1000)))
@@ -190,7 +194,7 @@ export class FireRepository {
         req.shards.map((s) => s.epoch),
         req.owner,
         req.lookaheadMs,
-        req.relayAgeMs,
+        req.relayAgeMs ?? null,
       ],
     );
     const row = rows[0]!;
@@ -202,8 +206,8 @@ export class FireRepository {
     plan: ClaimPlanner,
     claimTrace: ClaimTrace,
   ): Promise<ClaimResult> {
-    // The relay age does not matter here: the claim reads only the due tenants.
-    const probe = req.probe ?? (await this.probeDue({ ...req, relayAgeMs: 0 }));
+    // The claim reads only the due tenants: its own probe skips the outbox.
+    const probe = req.probe ?? (await this.probeDue(req));
     if (probe.due.length === 0) {
       return idleClaim(
         probe.now,
