@@ -36,6 +36,8 @@ export const config = {
   kafkaBrokers: (process.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(','),
   schemaRegistryUrl: process.env.SCHEMA_REGISTRY_URL ?? 'http://127.0.0.1:8081/apis/ccompat/v7',
   kafkaLogDir: process.env.BENCH_KAFKA_LOG_DIR ?? join(repoRoot(__dirname), '.stack', 'kafka', 'data'),
+  /** Where results go instead of bench/results (experiments that are not to overwrite the committed run). */
+  resultsDir: process.env.BENCH_RESULTS_DIR || undefined,
   /** Which systems and workloads to run (comma lists), e.g. BENCH_ONLY=tickwork,bullmq BENCH_WORKLOADS=W2,W3. */
   only: process.env.BENCH_ONLY?.split(',').filter(Boolean),
   workloads: (process.env.BENCH_WORKLOADS ?? 'W1,W2,W3,W4,W5').split(',').filter(Boolean),

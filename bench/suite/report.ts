@@ -284,7 +284,7 @@ function targetsSection(r: SuiteResults): string[] {
 
 export async function writeReport(r: SuiteResults, opts: { charts?: boolean } = {}): Promise<string[]> {
   // Smoke runs go to bench/results/tmp (ignored by git): their figures are not to be quoted.
-  const dir = join(config.root, 'bench', 'results', ...(r.quick ? ['tmp'] : []));
+  const dir = config.resultsDir ?? join(config.root, 'bench', 'results', ...(r.quick ? ['tmp'] : []));
   mkdirSync(dir, { recursive: true });
   const base = `${r.date.slice(0, 10)}-${r.host}${r.quick ? '-quick' : ''}`;
   const losses: string[] = [];

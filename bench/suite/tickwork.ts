@@ -64,7 +64,7 @@ export class TickworkContender implements Contender {
       JSON.parse(readFileSync(join(config.root, 'package.json'), 'utf8')) as { version: string }
     ).version;
     this.label = `Tickwork (${targetKind === 'kafka' ? 'Kafka target' : 'webhook target'})`;
-    this.settings = `1 scheduler + 1 executor (concurrency ${config.concurrency}), ${SHARDS} shards, product defaults; full path: outbox, fire event, executor ledger, result event; handler = ${targetKind === 'kafka' ? 'consumer of the target topic' : 'no-op HTTP receiver'} in the bench process`;
+    this.settings = `1 scheduler + 1 executor (concurrency ${config.concurrency}), ${SHARDS} shards, ${describeOverrides()}; full path: outbox, fire event, executor ledger, result event; handler = ${targetKind === 'kafka' ? 'consumer of the target topic' : 'no-op HTTP receiver'} in the bench process`;
   }
 
   async start(sink: (e: Execution) => void): Promise<void> {
@@ -95,6 +95,7 @@ export class TickworkContender implements Contender {
       TICKWORK_SCHEDULER_PORT: '0',
       TICKWORK_EXECUTOR_PORT: '0',
       TICKWORK_WEBHOOK_ALLOW: '127.0.0.1',
+      ...settingOverrides(),
     };
     // The scheduler provisions the topics; the executor starts once they exist.
     await this.spawnApp('scheduler', env, /holding shards \[\d/);
@@ -329,4 +330,25 @@ export class TickworkContender implements Contender {
     );
     this.apps = [];
   }
+}
+
+/** `TICKWORK_*` settings in the driver's environment override the product defaults (BENCH_TICKWORK_ENV=0 ignores them). */
+function settingOverrides(): Record<string, string> {
+  if (process.env.BENCH_TICKWORK_ENV === '0') return {};
+  const skip = new Set([
+    'TICKWORK_TOPIC_PREFIX',
+    'TICKWORK_SHARDS',
+    'TICKWORK_EXECUTOR_CONCURRENCY',
+    'TICKWORK_INSTANCE_ID',
+  ]);
+  return Object.fromEntries(
+    Object.entries(process.env).filter(
+      (e): e is [string, string] => e[0].startsWith('TICKWORK_') && !skip.has(e[0]) && e[1] !== undefined,
+    ),
+  );
+}
+
+function describeOverrides(): string {
+  const set = Object.entries(settingOverrides()).map(([k, v]) => `${k}=${v}`);
+  return set.length ? `product defaults except ${set.join(', ')}` : 'product defaults';
 }

@@ -130,6 +130,30 @@ describe('first end-to-end fire', () => {
     expect(receiver.calls).toHaveLength(1);
   });
 
+  it("hands the creating request's trace context to the webhook when nothing is traced", async () => {
+    // No exporter anywhere: no app builds spans, yet the W3C context of the request that created
+    // the job travels API → job row → scheduler's fire → executor → target unchanged.
+    const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    const due = new Date(Date.now() + 1_000);
+    const res = await fetch(`${api.url}/v1/jobs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', traceparent, tracestate: 'vendor=tw' },
+      body: JSON.stringify({
+        tenant_id: 'acme',
+        schedule: { kind: 'once', at: due.toISOString() },
+        target: { type: 'webhook', url: receiver.url('/traced'), method: 'POST' },
+      }),
+    });
+    expect(res.status).toBe(201);
+    const call = await eventually(
+      'the traced webhook call',
+      () => receiver.calls.find((c) => c.path === '/traced'),
+      30_000,
+    );
+    expect(call.headers.traceparent).toBe(traceparent);
+    expect(call.headers.tracestate).toBe('vendor=tw');
+  });
+
   it('rejects bad input with 400 naming the field, and stores nothing', async () => {
     const post = async (body: unknown) => {
       const r = await fetch(`${api.url}/v1/jobs`, {

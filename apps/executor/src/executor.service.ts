@@ -20,7 +20,6 @@ import {
   parseAllowList,
   PartitionFlow,
   RunPurger,
-  setSpansRecorded,
   Slots,
   TracedKafkaRunner,
   TracedLedger,
@@ -92,8 +91,6 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
     // Room for the runs recording their outcome and publishing results after their target call,
     // while as many more take the slots; still a fixed bound, so memory stays flat.
     this.deliveries = new Slots(config.executor.concurrency * DELIVERIES_PER_SLOT);
-    // No exporter, no-op spans: the executor skips the ones that only cost CPU (see setSpansRecorded).
-    setSpansRecorded(telemetry.config.tracing);
     this.metrics = new ExecutorMetrics(telemetry.tenants, () => this.slots.inUse());
     this.fireLog = telemetry.logger.child({ context: 'fires' });
     this.readiness = new Readiness({

@@ -46,7 +46,6 @@ export { FireMessageProcessor, type FireProcessorEvents } from './fire-processor
 export { RunPurger, type RunPurgerOptions, type RunPurgeStore } from './run-purger';
 export {
   callOutcome,
-  setSpansRecorded,
   TracedKafkaRunner,
   TracedLedger,
   TracedProcessor,

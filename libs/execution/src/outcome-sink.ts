@@ -13,10 +13,11 @@ import {
   injectTraceContext,
   kafkaAttributes,
   SpanKind,
+  spansRecorded,
   type FireIdentity,
 } from '@tickwork/telemetry';
 import type { BatchingProducer } from './batching-producer';
-import { spansRecorded } from './tracing';
+
 import { pickRetryTier, type DeadLetterReason, type RetryTier } from './retry-plan';
 
 /** Header names on retry and dead-letter messages. */

@@ -8,7 +8,8 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import type { WebhookTarget } from '@tickwork/domain';
 import type { AttemptOutcome, TargetRequest, TargetRunner } from './attempt';
-import { callOutcome, setSpansRecorded, TracedWebhookRunner } from './tracing';
+import { setSpansRecorded } from '@tickwork/telemetry';
+import { callOutcome, TracedWebhookRunner } from './tracing';
 
 const exporter = new InMemorySpanExporter();
 

@@ -19,31 +19,12 @@ import {
   injectTraceContext,
   kafkaAttributes,
   SpanKind,
+  spansRecorded,
   type Span,
 } from '@tickwork/telemetry';
 import type { AttemptOutcome, TargetRequest, TargetRunner } from './attempt';
 import type { RunLedger } from './fire-executor';
 import type { MessageProcessor, ProcessResult } from './partition-flow';
-
-let recorded = true;
-
-/**
- * Whether spans are recorded (a trace exporter is configured). When they are not, every span is a
- * no-op, yet building one — attributes (objects, ISO dates, a parsed URL), a context and an
- * AsyncLocalStorage frame — for five spans per fire cost a measurable share of the executor's CPU.
- * So with recording off only the consumer span of each delivery is kept: it makes the context in
- * the message headers the active one, and the ledger, target and send steps inside it run without
- * spans of their own. What is propagated does not change: a no-op child span carries its parent's
- * context, which is exactly what the steps inject into the messages and requests they send.
- */
-export function setSpansRecorded(on: boolean): void {
-  recorded = on;
-}
-
-/** Whether spans are recorded (see setSpansRecorded); for the executor's other spans. */
-export function spansRecorded(): boolean {
-  return recorded;
-}
 
 /** Each delivery in a consumer span, child of the producer context its headers carry. */
 export class TracedProcessor implements MessageProcessor {
@@ -58,24 +39,22 @@ export class TracedProcessor implements MessageProcessor {
 
   process(message: InboundMessage, signal: AbortSignal): Promise<ProcessResult> {
     // Nothing recorded: the fire carries the trace of its headers on by itself (FireProcessor).
-    if (!recorded) return this.inner.process(message, signal);
+    if (!spansRecorded()) return this.inner.process(message, signal);
     const attempt = Number(message.headers['tickwork-attempt']);
     return inSpan(
       `process ${message.topic}`,
       {
         kind: SpanKind.CONSUMER,
-        attributes: !recorded
-          ? {}
-          : kafkaAttributes('process', message.topic, {
-              [Attr.MessagingConsumerGroup]: this.groupOf(message.topic),
-              [Attr.MessagingPartition]: String(message.partition),
-              [Attr.MessagingKafkaOffset]: Number(message.offset),
-              ...(message.key ? { [Attr.MessagingKafkaKey]: message.key.toString('utf8') } : {}),
-              ...(message.headers['tickwork-fire-id']
-                ? { [Attr.FireId]: message.headers['tickwork-fire-id'] }
-                : {}),
-              ...(Number.isInteger(attempt) ? { [Attr.Attempt]: attempt } : {}),
-            }),
+        attributes: kafkaAttributes('process', message.topic, {
+          [Attr.MessagingConsumerGroup]: this.groupOf(message.topic),
+          [Attr.MessagingPartition]: String(message.partition),
+          [Attr.MessagingKafkaOffset]: Number(message.offset),
+          ...(message.key ? { [Attr.MessagingKafkaKey]: message.key.toString('utf8') } : {}),
+          ...(message.headers['tickwork-fire-id']
+            ? { [Attr.FireId]: message.headers['tickwork-fire-id'] }
+            : {}),
+          ...(Number.isInteger(attempt) ? { [Attr.Attempt]: attempt } : {}),
+        }),
       },
       async (span) => {
         const result = await this.inner.process(message, signal);
@@ -100,7 +79,7 @@ export class TracedLedger implements RunLedger {
   ) {}
 
   beginRun(fire: FireEvent, owner: string, leaseMs: number): Promise<RunStart> {
-    if (!recorded) return this.inner.beginRun(fire, owner, leaseMs);
+    if (!spansRecorded()) return this.inner.beginRun(fire, owner, leaseMs);
     return inSpan(
       'begin job_runs',
       {
@@ -122,7 +101,7 @@ export class TracedLedger implements RunLedger {
   }
 
   completeRun(key: FireKey, leaseToken: string, outcome: RunCompletion): Promise<boolean> {
-    if (!recorded) return this.complete(key, leaseToken, outcome);
+    if (!spansRecorded()) return this.complete(key, leaseToken, outcome);
     return inSpan(
       'complete job_runs',
       {
@@ -145,7 +124,7 @@ export class TracedLedger implements RunLedger {
   }
 
   markHandedOff(key: FireKey, status: 'RETRYING' | 'DEAD_LETTERED', attempt: number): Promise<void> {
-    if (!recorded) return this.inner.markHandedOff(key, status, attempt);
+    if (!spansRecorded()) return this.inner.markHandedOff(key, status, attempt);
     return inSpan(
       'hand-off job_runs',
       {
@@ -157,7 +136,7 @@ export class TracedLedger implements RunLedger {
   }
 
   releaseRun(key: FireKey, leaseToken: string): Promise<void> {
-    if (!recorded) return this.inner.releaseRun(key, leaseToken);
+    if (!spansRecorded()) return this.inner.releaseRun(key, leaseToken);
     return inSpan(
       'release job_runs',
       {
@@ -193,7 +172,7 @@ export class TracedWebhookRunner implements TargetRunner<WebhookTarget> {
   ) {}
 
   run(target: WebhookTarget, req: TargetRequest, signal: AbortSignal): Promise<AttemptOutcome> {
-    if (!recorded) return observed(this.inner, 'webhook', target, req, signal, this.observe);
+    if (!spansRecorded()) return observed(this.inner, 'webhook', target, req, signal, this.observe);
     const url = safeUrl(target.url);
     return inSpan(
       target.method,
@@ -235,7 +214,7 @@ export class TracedKafkaRunner implements TargetRunner<KafkaTarget> {
   ) {}
 
   run(target: KafkaTarget, req: TargetRequest, signal: AbortSignal): Promise<AttemptOutcome> {
-    if (!recorded) return observed(this.inner, 'kafka', target, req, signal, this.observe);
+    if (!spansRecorded()) return observed(this.inner, 'kafka', target, req, signal, this.observe);
     return inSpan(
       `send ${target.topic}`,
       {

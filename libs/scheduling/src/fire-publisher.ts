@@ -11,6 +11,7 @@ import {
   kafkaAttributes,
   recordFailure,
   SpanKind,
+  spansRecorded,
   tracer,
 } from '@tickwork/telemetry';
 
@@ -28,6 +29,7 @@ export class FirePublisher {
    */
   async publish(fires: readonly FireEvent[], opts: { readonly relayed?: boolean } = {}): Promise<void> {
     if (fires.length === 0) return;
+    if (!spansRecorded()) return this.publishUntraced(fires);
     const sends = fires.map((f) => {
       const parent = fireContext(boundTraceContext(f));
       const span = tracer().startSpan(
@@ -65,5 +67,21 @@ export class FirePublisher {
     } finally {
       for (const s of sends) s.span.end();
     }
+  }
+
+  /** publish() when spans are not recorded: each message carries the context its fire is bound to. */
+  private async publishUntraced(fires: readonly FireEvent[]): Promise<void> {
+    const messages: OutboundMessage[] = await Promise.all(
+      fires.map(async (f) => ({
+        key: f.jobId,
+        value: await this.codecs.encodeFire(this.topic, f),
+        headers: {
+          ...boundTraceContext(f),
+          'tickwork-fire-id': f.fireId,
+          'tickwork-attempt': String(f.attempt),
+        },
+      })),
+    );
+    await this.producer.send([{ topic: this.topic, messages }]);
   }
 }

@@ -19,6 +19,7 @@ import { loadTelemetryConfig, type TelemetryConfig } from './config';
 import { createLogger, PinoNestLogger, type Logger } from './logger';
 import { PlainContextManager } from './plain-context';
 import { TenantLabels } from './tenant-labels';
+import { setSpansRecorded } from './tracing';
 
 export interface TelemetryOptions {
   /** api, scheduler or executor: the service name is tickwork-<app> unless OTEL_SERVICE_NAME says otherwise. */
@@ -99,6 +100,8 @@ export function startTelemetry(opts: TelemetryOptions): Telemetry {
       : {}),
   });
   sdk.start();
+  // No exporter, no-op spans: the hot paths skip building them (see setSpansRecorded).
+  setSpansRecorded(config.tracing);
   if (config.tracing)
     logger.info({ context: 'otel' }, 'tracing on: spans exported as the OTEL_* variables say');
 

@@ -14,9 +14,18 @@ import {
   spanContextOf,
   traceCarrier,
 } from './propagation';
-import { inSpan, occurrenceParent, spanCarrier, startClaimSpan, startFireSpan, tracer } from './tracing';
+import {
+  inSpan,
+  occurrenceCarrier,
+  occurrenceParent,
+  spanCarrier,
+  startClaimSpan,
+  startFireSpan,
+  tracer,
+} from './tracing';
 
 const exporter = new InMemorySpanExporter();
+const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
 const fire = {
   jobId: 'job-1',
   tenantId: 'acme',
@@ -29,9 +38,7 @@ const fire = {
 beforeAll(() => {
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
-  trace.setGlobalTracerProvider(
-    new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }),
-  );
+  trace.setGlobalTracerProvider(provider);
 });
 
 afterAll(() => {
@@ -130,6 +137,36 @@ describe('occurrence traces', () => {
     const span = startFireSpan(fire, 'SCHEDULE', occurrenceParent(undefined, 1));
     expect(span.spanContext().traceId).toMatch(/^[0-9a-f]{32}$/);
     span.end();
+  });
+
+  it('carries, without spans, the context a no-op fire span would pass on', () => {
+    const { origin } = request();
+    const withState = { ...origin, tracestate: 'vendor=x' };
+    // The first occurrence after the request continues its trace (the request's own context)...
+    expect(occurrenceCarrier(withState, 1)).toEqual({
+      traceparent: origin.traceparent,
+      tracestate: 'vendor=x',
+    });
+    expect(occurrenceCarrier(origin, 1)).toEqual({ traceparent: origin.traceparent });
+    // ...later ones, and jobs with no (or an unreadable) stored context, have none to pass on.
+    expect(occurrenceCarrier(origin, 2)).toBeUndefined();
+    expect(occurrenceCarrier(null, 1)).toBeUndefined();
+    expect(occurrenceCarrier({ traceparent: 'garbage', fence_token: 0 }, 1)).toBeUndefined();
+    // Exactly what the no-op tracer (no provider registered) propagates for the same fire.
+    trace.disable();
+    try {
+      for (const [o, token] of [
+        [withState, 1],
+        [origin, 2],
+      ] as const) {
+        const where = occurrenceParent(o, token);
+        const span = startFireSpan({ ...fire, fenceToken: token }, 'SCHEDULE', where);
+        expect(span.isRecording()).toBe(false);
+        expect(spanCarrier(span)).toEqual(occurrenceCarrier(o, token));
+      }
+    } finally {
+      trace.setGlobalTracerProvider(provider);
+    }
   });
 
   it('makes the claim span a root with database attributes, begun when the claim began', () => {

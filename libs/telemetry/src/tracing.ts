@@ -24,6 +24,23 @@ export type { Span, SpanContext, Context };
 
 const TRACER_NAME = 'tickwork';
 
+let recorded = true;
+
+/**
+ * Declares whether spans are recorded (a trace exporter is configured); apps set it at start-up.
+ * When they are not, every span is a no-op, yet building one per fire (attributes, a context, its
+ * headers) costs a measurable share of a busy scheduler or executor. Hot paths then hand the trace
+ * context on as it came, which is exactly what a no-op span would have propagated.
+ */
+export function setSpansRecorded(on: boolean): void {
+  recorded = on;
+}
+
+/** Whether spans are recorded (see setSpansRecorded; true until an app says otherwise). */
+export function spansRecorded(): boolean {
+  return recorded;
+}
+
 /** Tickwork's tracer (a proxy: it follows the provider registered by startTelemetry). */
 export function tracer(): Tracer {
   return trace.getTracer(TRACER_NAME);
@@ -136,6 +153,22 @@ export function occurrenceParent(
   if (fenceToken === Number(origin!.fence_token) + 1)
     return { parent: trace.setSpanContext(ROOT_CONTEXT, sc), links: [] };
   return { parent: ROOT_CONTEXT, links: [{ context: sc, attributes: { [Attr.LinkRole]: 'job-request' } }] };
+}
+
+/**
+ * The trace context an occurrence carries when no span is recorded: what a no-op fire span under
+ * occurrenceParent propagates — the scheduling request's context for the first occurrence after it,
+ * none for later ones (a no-op span under a root context has no valid context to pass on).
+ */
+export function occurrenceCarrier(
+  origin: JobTraceOrigin | null | undefined,
+  fenceToken: number,
+): TraceCarrier | undefined {
+  if (!origin || fenceToken !== Number(origin.fence_token) + 1) return undefined;
+  if (!spanContextOf(origin as unknown as Record<string, unknown>)) return undefined;
+  return origin.tracestate
+    ? { traceparent: origin.traceparent, tracestate: origin.tracestate }
+    : { traceparent: origin.traceparent };
 }
 
 /** The span name of one occurrence (claimed, triggered or replayed): the root of its Kafka hops. */

@@ -8,10 +8,12 @@ import type { FireEvent } from '@tickwork/domain';
 import {
   bindTraceContext,
   linkTo,
+  occurrenceCarrier,
   occurrenceParent,
   originCarrier,
   recordFailure,
   spanCarrier,
+  spansRecorded,
   startClaimSpan,
   startFireSpan,
   type JobTraceOrigin,
@@ -34,6 +36,13 @@ export class ClaimTrace {
     fires: readonly { readonly shard: number; readonly event: FireEvent; readonly origin?: JobTraceOrigin }[],
     skipped: number,
   ): (string | null)[] {
+    // Nothing recorded: no spans, the same contexts (what a no-op fire span would pass on).
+    if (!spansRecorded())
+      return fires.map((f) => {
+        const carrier = occurrenceCarrier(f.origin, f.event.fenceToken);
+        bindTraceContext(f.event, carrier);
+        return carrier ? JSON.stringify(carrier) : null;
+      });
     const claim = startClaimSpan(this.startedAt, { fires: fires.length, skipped, shards: this.shards });
     this.claim = claim;
     const claimLink = linkTo(claim.spanContext(), 'claim');
