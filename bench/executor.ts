@@ -22,6 +22,7 @@ import {
 import { createKafkaBus, EventCodecs, type MessageProducer } from '@tickwork/messaging';
 import { createPool, ensureDatabase, migrate, type Pool } from '@tickwork/store';
 import { EXECUTOR_NODE_FLAGS } from './executor-launch';
+import { boxSpeedMs, describeBoxSpeed } from './box-speed';
 
 const FIRES = Number(process.env.BENCH_FIRES ?? 100_000);
 const PARTITIONS = Number(process.env.BENCH_PARTITIONS ?? 12);
@@ -381,6 +382,7 @@ async function scenario(kind: 'kafka' | 'webhook'): Promise<ScenarioResult> {
 }
 
 async function main(): Promise<void> {
+  const speedAtStart = boxSpeedMs();
   const only = process.env.BENCH_TARGETS?.split(',') ?? ['kafka', 'webhook'];
   const scenarios: ScenarioResult[] = [];
   for (const kind of ['kafka', 'webhook'] as const)
@@ -388,6 +390,7 @@ async function main(): Promise<void> {
   const results = {
     benchmark: 'executor',
     host: hostname(),
+    boxSpeedMs: { start: speedAtStart, end: boxSpeedMs() },
     cpus: cpus().length,
     memoryGb: Math.round(totalmem() / 2 ** 30),
     date: new Date().toISOString(),
@@ -406,6 +409,8 @@ async function main(): Promise<void> {
     `# bench:executor — ${results.date} on ${results.host} (${results.cpus} CPUs)`,
     '',
     `One executor process, concurrency ${CONCURRENCY}, ${PARTITIONS} fires partitions. Per target: a burst of ${FIRES} fires all due now, published (at ${scenarios.map((x) => `${x.publishPerSec}/s`).join(', ')}) while the executor runs — executions/s and burst lateness come from it; then a steady stream at half the burst throughput for ${PACED_SECONDS} s — the lateness when the executor keeps up. Lateness = execution start − scheduled time (job_runs, database clock). Kafka, PostgreSQL, the registry, the receiver and this script share the box.`,
+    '',
+    describeBoxSpeed(results.boxSpeedMs.start, results.boxSpeedMs.end),
     '',
     '| target | executions/s (burst) | burst lateness p50 / p99 / max | drain (last finish − first scheduled) | steady rate | steady lateness p50 / p99 / max | executor RSS start / max / end |',
     '|---|---|---|---|---|---|---|',

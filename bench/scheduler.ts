@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { DEFAULT_POLICIES, policiesToWire, scheduleToWire, shardOf, targetToWire } from '@tickwork/domain';
 import { createPool, ensureDatabase, migrate, type Pool } from '@tickwork/store';
 import { dueScanMs } from './due-scan';
+import { boxSpeedMs, describeBoxSpeed } from './box-speed';
 
 const TOTAL = Number(process.env.BENCH_TOTAL ?? 1_000_000);
 const DUE = Number(process.env.BENCH_DUE ?? 100_000);
@@ -63,6 +64,7 @@ async function load(
 }
 
 async function main(): Promise<void> {
+  const speedAtStart = boxSpeedMs();
   await ensureDatabase(databaseUrl);
   const pool = createPool(databaseUrl, { max: 4, statementTimeoutMs: 600_000 });
   await migrate(pool);
@@ -143,6 +145,7 @@ async function main(): Promise<void> {
   const results = {
     benchmark: 'scheduler',
     host: hostname(),
+    boxSpeedMs: { start: speedAtStart, end: boxSpeedMs() },
     date: new Date().toISOString(),
     setup: {
       totalJobs: TOTAL,
@@ -172,6 +175,8 @@ async function main(): Promise<void> {
     `# bench:scheduler — ${results.date} on ${results.host}`,
     '',
     `One scheduler instance, ${SHARDS} shards, ${TENANTS} tenants, claim batch ${results.setup.claimBatch}; Kafka, PostgreSQL and the registry on the same 2-core box.`,
+    '',
+    describeBoxSpeed(results.boxSpeedMs.start, results.boxSpeedMs.end),
     '',
     '| metric | value |',
     '|---|---|',

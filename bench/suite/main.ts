@@ -16,6 +16,7 @@ import { noteContender, writeReport, type SuiteResults } from './report';
 import { peerStoreScale, tickworkStoreScale } from './store-scale';
 import { TickworkContender } from './tickwork';
 import { herd, rateStep, recurring, type HerdResult } from './workloads';
+import { boxSpeedMs } from '../box-speed';
 
 const router = new ExecutionRouter();
 const wanted = (c: Contender) => !config.only || config.only.includes(c.system);
@@ -152,6 +153,7 @@ async function w5(results: SuiteResults): Promise<void> {
 async function main(): Promise<void> {
   const started = Date.now();
   const results: SuiteResults = {
+    boxSpeedMs: { start: boxSpeedMs() },
     date: new Date().toISOString(),
     host: hostname(),
     cpus: cpus().length,
@@ -179,6 +181,7 @@ async function main(): Promise<void> {
     results.durationsSec[name === 'W1' ? 'W1/W4' : name] = Math.round((Date.now() - t) / 1000);
   }
   results.durationsSec.total = Math.round((Date.now() - started) / 1000);
+  results.boxSpeedMs.end = boxSpeedMs();
   const files = await writeReport(results, { charts: true });
   console.log(`\nsuite took ${results.durationsSec.total} s; wrote ${files.join(', ')}`);
 }

@@ -5,6 +5,7 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { describeBoxSpeed } from '../box-speed';
 import { renderCharts } from './charts';
 import { config } from './config';
 import type { Contender } from './contender';
@@ -12,6 +13,8 @@ import type { StoreScaleResult } from './store-scale';
 import type { HerdResult, RateStep, RecurringResult } from './workloads';
 
 export interface SuiteResults {
+  /** bench/box-speed.ts at the start and end of the run: how fast the (shared) box was. */
+  boxSpeedMs: { start: number; end?: number };
   date: string;
   host: string;
   cpus: number;
@@ -303,6 +306,8 @@ export async function writeReport(r: SuiteResults, opts: { charts?: boolean } = 
       'Lateness = handler start − nominal scheduled time, recorded in an HDR histogram (hdr-histogram-js); every job id is counted, so missing and duplicate executions are too. ' +
       `Runs: ${config.w2.warmups} warm-up + ${config.w2.runs} measured runs for the ${config.w2.small.toLocaleString('en')} herd (defaults variants: 1 run); ` +
       '1 run for the expensive workloads (large herd, W1/W4, W3 steps, W5), to fit the suite in ~15 minutes. Within a system, runs share its processes and use fresh job ids; each system starts from a fresh database / Redis db.',
+    '',
+    describeBoxSpeed(r.boxSpeedMs.start, r.boxSpeedMs.end),
     '',
     '| system | version | settings | durability |',
     '|---|---|---|---|',
