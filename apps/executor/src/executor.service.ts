@@ -55,8 +55,14 @@ export interface ExecutorStatus {
 // partition is paused, i.e. how soon a resumed partition is fetched again.
 const FETCH_MAX_WAIT_MS = 100;
 const RETRY_FETCH_MAX_WAIT_MS = 1_000;
-/** Deliveries held per target slot (see `deliveries`). */
+/** Deliveries held per webhook slot (see `deliveries`)... */
 const DELIVERIES_PER_SLOT = 4;
+/**
+ * ...and at least this many. A delivery lives for several round trips (lease, call, outcome,
+ * result) of tens of ms each under load, so the window, not the CPU, would cap throughput at
+ * window / lifetime: 400 deliveries of ~60 ms is ~6,600 fires/s. Each holds one fetched message.
+ */
+const MIN_DELIVERIES = 2_000;
 
 @Injectable()
 export class ExecutorService implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -90,7 +96,7 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
     this.slots = new Slots(config.executor.concurrency);
     // Room for the runs recording their outcome and publishing results after their target call,
     // while as many more take the slots; still a fixed bound, so memory stays flat.
-    this.deliveries = new Slots(config.executor.concurrency * DELIVERIES_PER_SLOT);
+    this.deliveries = new Slots(Math.max(MIN_DELIVERIES, config.executor.concurrency * DELIVERIES_PER_SLOT));
     this.metrics = new ExecutorMetrics(telemetry.tenants, () => this.slots.inUse());
     this.fireLog = telemetry.logger.child({ context: 'fires' });
     this.readiness = new Readiness({
@@ -165,7 +171,7 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
         runLeaseMs: x.runLeaseMs,
         heartbeatMs: x.heartbeatMs,
         runRetentionMs: x.runRetentionMs,
-        targetSlots: this.slots,
+        webhookSlots: this.slots,
       },
       {
         onExecuted: (f, result) => {

@@ -105,7 +105,7 @@ class Target implements TargetRunner<WebhookTarget>, TargetRunner<KafkaTarget> {
   }
 }
 
-function setup(opts: { leaseMs?: number; heartbeatMs?: number; targetSlots?: Slots } = {}) {
+function setup(opts: { leaseMs?: number; heartbeatMs?: number; webhookSlots?: Slots } = {}) {
   const s = new Script();
   const t = new Target();
   const ex = new FireExecutor(s, t, t, s, {
@@ -115,7 +115,7 @@ function setup(opts: { leaseMs?: number; heartbeatMs?: number; targetSlots?: Slo
     runRetentionMs: 30 * 86_400_000,
     now: () => now,
     random: () => 0.5,
-    ...(opts.targetSlots ? { targetSlots: opts.targetSlots } : {}),
+    ...(opts.webhookSlots ? { webhookSlots: opts.webhookSlots } : {}),
   });
   return { s, t, ex, stop: new AbortController() };
 }
@@ -130,7 +130,7 @@ const hanging = (signal: AbortSignal) =>
 describe('FireExecutor', () => {
   it('holds a target slot only for the call: not for the lease before it nor the bookkeeping after it', async () => {
     const slots = new Slots(1);
-    const { s, t, ex, stop } = setup({ targetSlots: slots });
+    const { s, t, ex, stop } = setup({ webhookSlots: slots });
     let finishCall: (o: AttemptOutcome) => void = () => undefined;
     t.answer = () => new Promise((resolve) => (finishCall = resolve));
     const publishing: (() => void)[] = [];
@@ -162,10 +162,36 @@ describe('FireExecutor', () => {
     expect(slots.inUse()).toBe(0);
   });
 
+  it('gives a Kafka target no slot: its message rides the batched produce requests', async () => {
+    const slots = new Slots(1);
+    const { t, ex, stop } = setup({ webhookSlots: slots });
+    await slots.acquire(); // every webhook slot is taken
+    const kafkaFire: FireEvent = {
+      ...fire,
+      fenceToken: 8,
+      fireId: 'j:8',
+      target: { type: 'kafka', topic: 'orders', key: null, headers: {} },
+    };
+    expect(await ex.execute(kafkaFire, stop.signal)).toMatchObject({
+      kind: 'executed',
+      outcome: 'SUCCEEDED',
+    });
+    expect(t.calls).toHaveLength(1);
+    // A webhook fire still waits for a slot.
+    const webhook = ex.execute({ ...fire, fenceToken: 9, fireId: 'j:9' }, stop.signal);
+    await new Promise((r) => setImmediate(r));
+    expect(t.calls).toHaveLength(1);
+    expect(slots.waiting()).toBe(1);
+    slots.release();
+    await expect(webhook).resolves.toMatchObject({ kind: 'executed' });
+    expect(t.calls).toHaveLength(2);
+    expect(slots.inUse()).toBe(0);
+  });
+
   it('renews the lease of a run that waited for a slot before calling, and does not call if it was taken', async () => {
     // heartbeatMs 0: any wait counts as long.
     const slots = new Slots(1);
-    const { s, t, ex, stop } = setup({ targetSlots: slots, heartbeatMs: 0 });
+    const { s, t, ex, stop } = setup({ webhookSlots: slots, heartbeatMs: 0 });
     expect(await ex.execute(fire, stop.signal)).toMatchObject({ kind: 'executed', outcome: 'SUCCEEDED' });
     expect(s.log.slice(0, 2)).toEqual(['begin', 'heartbeat']);
     expect(t.calls).toHaveLength(1);

@@ -40,12 +40,15 @@ export interface ExecutorOptions {
   readonly now?: () => Date;
   readonly random?: () => number;
   /**
-   * Bounds the target calls in flight (the executor's concurrency). Taking the lease before and
+   * Bounds the webhook calls in flight (the executor's concurrency). Taking the lease before and
    * recording the outcome, handing on and publishing the result after happen outside the slot:
    * they are batched bookkeeping, and holding a slot through them would cut what a given
-   * concurrency gets through by half or more. Absent = unbounded.
+   * concurrency gets through by half or more. A Kafka target takes no slot: its message joins
+   * the executor's batched produce requests, whose own bound (requests in flight) is what limits
+   * the load on the brokers; a slot per message would only tie throughput to the ack latency.
+   * Absent = unbounded.
    */
-  readonly targetSlots?: Slots;
+  readonly webhookSlots?: Slots;
 }
 
 export type ExecutionReport =
@@ -105,7 +108,7 @@ export class FireExecutor {
     return this.run(fire, stopping, ctx);
   }
 
-  /** From the lease to the recorded outcome, holding a target slot for the call. */
+  /** From the lease to the recorded outcome, holding a slot for a webhook call. */
   private async run(fire: FireEvent, stopping: AbortSignal, ctx: DeliveryContext): Promise<ExecutionReport> {
     const start = await this.runs.beginRun(fire, this.opts.owner, this.opts.runLeaseMs);
     const leasedAt = Date.now();
@@ -143,7 +146,7 @@ export class FireExecutor {
       );
     }
 
-    const slots = this.opts.targetSlots;
+    const slots = fire.target.type === 'webhook' ? this.opts.webhookSlots : undefined;
     if (slots) await slots.acquire();
     let call: { outcome: AttemptOutcome; leaseUnconfirmed: boolean };
     try {
