@@ -64,7 +64,7 @@ export class TickworkContender implements Contender {
       JSON.parse(readFileSync(join(config.root, 'package.json'), 'utf8')) as { version: string }
     ).version;
     this.label = `Tickwork (${targetKind === 'kafka' ? 'Kafka target' : 'webhook target'})`;
-    this.settings = `1 scheduler + 1 executor (concurrency ${config.concurrency}), ${SHARDS} shards, ${describeOverrides()}; full path: outbox, fire event, executor ledger, result event; handler = ${targetKind === 'kafka' ? 'consumer of the target topic' : 'no-op HTTP receiver'} in the bench process`;
+    this.settings = `1 scheduler + 1 executor (concurrency ${config.concurrency}: webhook calls in flight; a Kafka target's messages take no slot and ride the executor's batched produce requests), ${SHARDS} shards, ${describeOverrides()}; full path: outbox, fire event, executor ledger, result event; handler = ${targetKind === 'kafka' ? 'consumer of the target topic' : 'no-op HTTP receiver'} in the bench process`;
   }
 
   async start(sink: (e: Execution) => void): Promise<void> {
@@ -343,7 +343,11 @@ function settingOverrides(): Record<string, string> {
   ]);
   return Object.fromEntries(
     Object.entries(process.env).filter(
-      (e): e is [string, string] => e[0].startsWith('TICKWORK_') && !skip.has(e[0]) && e[1] !== undefined,
+      (e): e is [string, string] =>
+        e[0].startsWith('TICKWORK_') &&
+        !/^TICKWORK_(BENCH|TEST)_/.test(e[0]) &&
+        !skip.has(e[0]) &&
+        e[1] !== undefined,
     ),
   );
 }
