@@ -17,7 +17,6 @@ import {
   type FireIdentity,
 } from '@tickwork/telemetry';
 import type { BatchingProducer } from './batching-producer';
-
 import { pickRetryTier, type DeadLetterReason, type RetryTier } from './retry-plan';
 
 /** Header names on retry and dead-letter messages. */

@@ -7,8 +7,8 @@ import {
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import type { WebhookTarget } from '@tickwork/domain';
-import type { AttemptOutcome, TargetRequest, TargetRunner } from './attempt';
 import { setSpansRecorded } from '@tickwork/telemetry';
+import type { AttemptOutcome, TargetRequest, TargetRunner } from './attempt';
 import { callOutcome, TracedWebhookRunner } from './tracing';
 
 const exporter = new InMemorySpanExporter();
