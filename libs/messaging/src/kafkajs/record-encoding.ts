@@ -26,7 +26,6 @@ interface Encoder {
   writeVarLong(v: number): Encoder;
   writeVarIntString(v: string): Encoder;
   writeVarIntBytes(v: HeaderValue | null | undefined): Encoder;
-  writeVarIntArray(v: Encoder[]): Encoder;
 }
 
 interface EncoderClass {
@@ -42,13 +41,17 @@ const PRODUCE_MODULE = 'kafkajs/src/protocol/requests/produce/v3/request';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const KafkaEncoder = require('kafkajs/src/protocol/encoder') as EncoderClass;
 
-function encodeHeader(key: string, value: HeaderValue): Encoder {
-  const keyBytes = Buffer.byteLength(key);
-  const size = KafkaEncoder.sizeOfVarInt(keyBytes) + keyBytes + KafkaEncoder.sizeOfVarIntBytes(value);
-  return new KafkaEncoder(size).writeVarIntString(key).writeVarIntBytes(value);
+/** One record header, measured before anything is written. */
+interface SizedHeader {
+  readonly key: string;
+  readonly keyBytes: number;
+  readonly value: HeaderValue;
 }
 
-/** Encodes one record (Kafka record format v0) into a buffer of its own size. */
+/**
+ * Encodes one record (Kafka record format v0) into one buffer of about its own size: headers are
+ * measured first and written in place, rather than each into a buffer of its own and copied.
+ */
 export function encodeRecord({
   offsetDelta = 0,
   timestampDelta = 0,
@@ -56,14 +59,23 @@ export function encodeRecord({
   value,
   headers = {},
 }: RecordFields): Encoder {
-  const encodedHeaders: Encoder[] = [];
+  const sized: SizedHeader[] = [];
+  let headersSize = 0;
   for (const name of Object.keys(headers)) {
     const v = headers[name];
-    if (Array.isArray(v)) for (const one of v) encodedHeaders.push(encodeHeader(name, one));
-    else encodedHeaders.push(encodeHeader(name, v as HeaderValue));
+    const keyBytes = Buffer.byteLength(name);
+    const keySize = KafkaEncoder.sizeOfVarInt(keyBytes) + keyBytes;
+    if (Array.isArray(v)) {
+      for (const one of v) {
+        sized.push({ key: name, keyBytes, value: one });
+        headersSize += keySize + KafkaEncoder.sizeOfVarIntBytes(one);
+      }
+    } else {
+      sized.push({ key: name, keyBytes, value: v as HeaderValue });
+      headersSize += keySize + KafkaEncoder.sizeOfVarIntBytes(v as HeaderValue);
+    }
   }
-  let headersSize = KafkaEncoder.sizeOfVarInt(encodedHeaders.length);
-  for (const h of encodedHeaders) headersSize += h.size();
+  headersSize += KafkaEncoder.sizeOfVarInt(sized.length);
   const bodySize =
     1 + // attributes
     KafkaEncoder.sizeOfVarLong(timestampDelta) +
@@ -71,14 +83,16 @@ export function encodeRecord({
     KafkaEncoder.sizeOfVarIntBytes(key) +
     KafkaEncoder.sizeOfVarIntBytes(value) +
     headersSize;
-  return new KafkaEncoder(KafkaEncoder.sizeOfVarInt(bodySize) + bodySize)
+  const out = new KafkaEncoder(KafkaEncoder.sizeOfVarInt(bodySize) + bodySize)
     .writeVarInt(bodySize)
     .writeInt8(0)
     .writeVarLong(timestampDelta)
     .writeVarInt(offsetDelta)
     .writeVarIntBytes(key)
     .writeVarIntBytes(value)
-    .writeVarIntArray(encodedHeaders);
+    .writeVarInt(sized.length);
+  for (const h of sized) out.writeVarIntString(h.key).writeVarIntBytes(h.value);
+  return out;
 }
 
 let installed: boolean | undefined;
