@@ -193,31 +193,55 @@ describe('schedule store', () => {
     expect(fresh.fires.map((f) => f.event.jobId)).toEqual(['fenced-1']);
   });
 
-  it('a takeover waits for an in-flight claim holding the lease row, then fences it out', async () => {
+  it("a claim in flight holds off a takeover but not its owner's lease renewal, then is fenced out", async () => {
+    await jobs.insertJob({
+      definition: definition('in-flight-1'),
+      shard: 2,
+      next: dueAt(new Date(Date.now() - 1_000)),
+    });
     const [old] = await leases.acquire([2], 'a', 30_000);
-    // An in-flight claim of "a": its transaction holds the lease row FOR SHARE.
-    const holder = await db.pool.connect();
+    // Hold a real claim of "a" mid-transaction: it has locked its lease row and its job, and
+    // waits to open its outbox batch while another session holds fire_batches.
+    const blocker = await db.pool.connect();
+    const waitingOn = (queryStart: string) =>
+      eventually(`a statement starting "${queryStart}" to wait on a lock`, async () => {
+        const { rows } = await db.pool.query<{ n: string }>(
+          `SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`,
+          [`${queryStart}%`],
+        );
+        return Number(rows[0]!.n) > 0 ? true : undefined;
+      });
     try {
-      await holder.query('BEGIN');
-      await holder.query(`SELECT shard FROM shard_leases WHERE shard = 2 AND owner = 'a' FOR SHARE`);
+      await blocker.query('BEGIN');
+      await blocker.query('LOCK TABLE fire_batches IN EXCLUSIVE MODE');
+      const claim = fires.claimDueJobs({ owner: 'a', shards: [old!], limit: 10, lookaheadMs: 0 }, fireOnce);
+      await waitingOn('WITH u AS');
+
+      // The owner's renewal goes through at once, however long the claim takes.
+      let timer: NodeJS.Timeout | undefined;
+      const renewal = await Promise.race([
+        leases.renew([old!], 'a', 30_000),
+        new Promise<'still waiting after 5 s'>(
+          (r) => (timer = setTimeout(() => r('still waiting after 5 s'), 5_000)),
+        ),
+      ]).finally(() => clearTimeout(timer));
+      expect(renewal).toEqual([2]);
+
+      // A takeover is seen blocked on the lease row lock in pg_stat_activity, not merely slow.
       let taken = false;
       const takeover = leases.acquire([2], 'b', 30_000).then((r) => {
         taken = true;
         return r;
       });
-      // The takeover is seen blocked on the lock in pg_stat_activity, not merely slow.
-      await eventually('the takeover to wait on the lease row lock', async () => {
-        const { rows } = await db.pool.query<{ n: string }>(
-          `SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO shard_leases%'`,
-        );
-        return Number(rows[0]!.n) > 0 ? true : undefined;
-      });
+      await waitingOn('INSERT INTO shard_leases');
       expect(taken).toBe(false);
-      await holder.query('COMMIT');
+
+      await blocker.query('COMMIT');
+      expect((await claim).fires.map((f) => f.event.jobId)).toEqual(['in-flight-1']);
       const [b] = await takeover;
       expect(b!.epoch).toBe(old!.epoch + 1);
     } finally {
-      holder.release();
+      blocker.release();
     }
     const after = await fires.claimDueJobs(
       { owner: 'a', shards: [old!], limit: 10, lookaheadMs: 0 },

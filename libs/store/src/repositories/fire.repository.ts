@@ -215,12 +215,14 @@ export class FireRepository {
       );
     }
     return inTransaction(this.pool, async (client) => {
+      // KEY SHARE: a takeover (it bumps the epoch, a key column since migration 8) waits for this
+      // claim; the owner's renewals (expires_at only) do not, so they never stall the claim lanes.
       const leases = await client.query<LeaseRow>(
         `SELECT l.shard, now() AS db_now
            FROM shard_leases l
            JOIN unnest($1::int[], $2::bigint[]) AS o(shard, epoch) ON o.shard = l.shard AND o.epoch = l.epoch
           WHERE l.owner = $3 AND l.expires_at > now()
-          FOR SHARE OF l`,
+          FOR KEY SHARE OF l`,
         [req.shards.map((s) => s.shard), req.shards.map((s) => s.epoch), req.owner],
       );
       const held = leases.rows.map((r) => r.shard);

@@ -6,8 +6,9 @@ export class ShardLeaseRepository {
   constructor(private readonly pool: Pool) {}
 
   /**
-   * Takes the shards for `owner` with a new, higher epoch. The upsert waits for any claim that
-   * holds a lease row FOR SHARE, then every later claim by the previous owner fails its check.
+   * Takes the shards for `owner` with a new, higher epoch. Changing the epoch (a key column) makes
+   * the upsert wait for any claim holding the lease row FOR KEY SHARE; then every later claim by
+   * the previous owner fails its check.
    */
   async acquire(shards: readonly number[], owner: string, ttlMs: number): Promise<ShardEpoch[]> {
     if (shards.length === 0) return [];
@@ -22,7 +23,10 @@ export class ShardLeaseRepository {
     return rows.sort((a, b) => a.shard - b.shard);
   }
 
-  /** Extends the leases still held at the given epochs; returns the shards renewed (the rest are lost). */
+  /**
+   * Extends the leases still held at the given epochs; returns the shards renewed (the rest are
+   * lost). It leaves the epoch alone, so it does not wait for the owner's claims in flight.
+   */
   async renew(held: readonly ShardEpoch[], owner: string, ttlMs: number): Promise<number[]> {
     if (held.length === 0) return [];
     const { rows } = await this.pool.query<{ shard: number }>(

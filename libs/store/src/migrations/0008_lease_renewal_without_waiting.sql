@@ -1,0 +1,11 @@
+-- Tickwork store, version 8: a lease renewal no longer waits for the claims in flight.
+-- A claim locks its shards' lease rows so that a takeover cannot interleave with it. It took
+-- FOR SHARE, which also conflicts with the owner's own renewals (an UPDATE of expires_at): under
+-- a herd, each renewal waited for the claims in flight, and every later claim queued behind the
+-- renewal, so all claim lanes stalled for about one claim's duration per renewal (1-3 s seen in
+-- bench:scheduler) and renewals came closer to the lease expiry the busier the shard was.
+-- Claims now take FOR KEY SHARE, which conflicts only with updates of key columns. PostgreSQL
+-- counts as key columns those of a plain (non-partial, non-expression) unique index; this index
+-- makes the epoch one. A takeover, which bumps the epoch, still waits for the claims in flight;
+-- a renewal or a release, which leave the epoch alone, do not.
+CREATE UNIQUE INDEX shard_leases_epoch_key ON shard_leases (shard, epoch);
