@@ -62,6 +62,8 @@ export const config = {
   w3: {
     steps: (process.env.BENCH_W3_STEPS ?? (QUICK ? '1000' : '2500,5000,10000,20000')).split(',').map(Number),
     stepSeconds: Number(process.env.BENCH_W3_SECONDS ?? (QUICK ? 3 : 10)),
+    /** An unmeasured step at the first rate before the measured ones: every system starts W3 warm. */
+    warmupSeconds: Number(process.env.BENCH_W3_WARMUP_SECONDS ?? (QUICK ? 1 : 5)),
   },
   w4: {
     background: int('BENCH_W4_BACKGROUND', 1_000_000, 20_000),
@@ -74,6 +76,8 @@ export const config = {
     pattern: process.env.BENCH_W5_PATTERN ?? '*/5 * * * * *',
     periodMs: 5_000,
     seconds: Number(process.env.BENCH_W5_SECONDS ?? (QUICK ? 5 : 15)),
+    /** An unmeasured herd before the schedules are created: every system starts W5 warm. */
+    warmupHerd: int('BENCH_W5_WARMUP_HERD', 2_000, 500),
   },
 };
 

@@ -100,6 +100,12 @@ async function w3(results: SuiteResults): Promise<void> {
     await c.start(router.record);
     noteContender(results, c);
     try {
+      // Processes start fresh for W3: one unmeasured step first, as every workload has a warm-up.
+      const first = config.w3.steps[0];
+      if (first !== undefined && config.w3.warmupSeconds > 0) {
+        const w = await rateStep(c, router, first, config.w3.warmupSeconds);
+        console.log(`  warm-up ${first}/s for ${config.w3.warmupSeconds} s: p99 ${w.lateness.p99} ms`);
+      }
       for (const perSec of config.w3.steps) {
         const step = await rateStep(c, router, perSec, config.w3.stepSeconds);
         results.w3[c.label]!.push(step);
@@ -138,6 +144,11 @@ async function w5(results: SuiteResults): Promise<void> {
     await c.start(router.record);
     noteContender(results, c);
     try {
+      // Processes start fresh for W5: one unmeasured herd first, as every workload has a warm-up.
+      if (config.w5.warmupHerd > 0) {
+        const w = await herd(c, router, config.w5.warmupHerd, { warmup: true });
+        console.log(`  warm-up herd ${config.w5.warmupHerd}: p99 ${w.lateness.p99} ms`);
+      }
       const r = await recurring(c, router, config.w5);
       results.w5[c.label] = r;
       console.log(

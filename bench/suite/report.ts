@@ -133,7 +133,7 @@ function w3Section(r: SuiteResults, losses: string[]): string[] {
   const lines = [
     `## W3 — sustained open-loop rate (${config.w3.stepSeconds} s per step)`,
     '',
-    'Jobs become due at the step rate, each stored ~1 s before its due time; a step is kept up when every job ran within 3 s of the step end and p99 lateness < 1 s. Stepping stops at the first step not kept up.',
+    `Jobs become due at the step rate, each stored ~1 s before its due time; a step is kept up when every job ran within 3 s of the step end and p99 lateness < 1 s. Stepping stops at the first step not kept up. Each system starts W3 with fresh processes and gets one unmeasured warm-up step (${config.w3.warmupSeconds} s at ${config.w3.steps[0]}/s) first.`,
     '',
     '| system | highest step kept up | ' +
       config.w3.steps.map((s) => `${s}/s: achieved, p99 ms`).join(' | ') +
@@ -153,6 +153,23 @@ function w3Section(r: SuiteResults, losses: string[]): string[] {
       losses.push(`W3: ${label} keeps up with a higher rate (${highest(steps)}/s vs ${highest(tw)}/s).`);
   }
   lines.push('');
+  const staged = (tw ?? []).filter((s) => s.stages);
+  if (staged.length > 0) {
+    lines.push(
+      "Where Tickwork's lateness accrues in each step (ms after the due time, p50 / p99, cumulative): " +
+        staged
+          .map(
+            (s) =>
+              `${s.targetPerSec}/s: ` +
+              [...Object.entries(s.stages!), ['handler', s.lateness] as const]
+                .map(([name, v]) => `${name} ${ms(v.p50)} / ${ms(v.p99)}`)
+                .join(', '),
+          )
+          .join('; ') +
+        '.',
+      '',
+    );
+  }
   return lines;
 }
 
@@ -208,6 +225,8 @@ function w1w4Section(r: SuiteResults, losses: string[]): string[] {
 function w5Section(r: SuiteResults, losses: string[]): string[] {
   const lines = [
     `## W5 — native recurring schedules (${config.w5.schedules.toLocaleString('en')} on \`${config.w5.pattern}\`)`,
+    '',
+    `Each system starts W5 with fresh processes and gets one unmeasured warm-up herd (${config.w5.warmupHerd.toLocaleString('en')} one-shot jobs) before the schedules are created.`,
     '',
     '| system | created in ms | occurrences run / expected | lateness p50 / p99 / max ms | duplicates |',
     '|---|---|---|---|---|',

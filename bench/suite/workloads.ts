@@ -85,6 +85,8 @@ export interface RateStep {
   readonly keptUp: boolean;
   readonly lateness: LatenessSummary;
   readonly resources: ResourceSummary;
+  /** Tickwork only: where the lateness accrues along its path. */
+  readonly stages?: StageLateness;
 }
 
 /**
@@ -125,6 +127,7 @@ export async function rateStep(
   router.close(run);
   const resources = await sampler.stop();
   const lateness = recorder.summary();
+  const stages = await c.stageLateness?.(run);
   return {
     targetPerSec: perSec,
     seconds,
@@ -133,6 +136,7 @@ export async function rateStep(
     keptUp: lateness.missing === 0 && lateness.p99 < 1_000,
     lateness,
     resources,
+    ...(stages ? { stages } : {}),
   };
 }
 
