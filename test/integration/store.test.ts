@@ -206,7 +206,8 @@ describe('schedule store', () => {
     const waitingOn = (queryStart: string) =>
       eventually(`a statement starting "${queryStart}" to wait on a lock`, async () => {
         const { rows } = await db.pool.query<{ n: string }>(
-          `SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`,
+          `SELECT count(*) AS n FROM pg_stat_activity
+            WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE $1`,
           [`${queryStart}%`],
         );
         return Number(rows[0]!.n) > 0 ? true : undefined;

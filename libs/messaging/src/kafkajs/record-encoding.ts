@@ -44,7 +44,6 @@ const KafkaEncoder = require('kafkajs/src/protocol/encoder') as EncoderClass;
 /** One record header, measured before anything is written. */
 interface SizedHeader {
   readonly key: string;
-  readonly keyBytes: number;
   readonly value: HeaderValue;
 }
 
@@ -67,11 +66,11 @@ export function encodeRecord({
     const keySize = KafkaEncoder.sizeOfVarInt(keyBytes) + keyBytes;
     if (Array.isArray(v)) {
       for (const one of v) {
-        sized.push({ key: name, keyBytes, value: one });
+        sized.push({ key: name, value: one });
         headersSize += keySize + KafkaEncoder.sizeOfVarIntBytes(one);
       }
     } else {
-      sized.push({ key: name, keyBytes, value: v as HeaderValue });
+      sized.push({ key: name, value: v as HeaderValue });
       headersSize += keySize + KafkaEncoder.sizeOfVarIntBytes(v as HeaderValue);
     }
   }
