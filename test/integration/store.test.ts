@@ -543,5 +543,41 @@ describe('schedule store', () => {
       ).toBe(true);
       expect((await runs.findRun(f2))?.status).toBe('DEAD_LETTERED');
     });
+
+    it('renews many leases in one statement, and only those still held', async () => {
+      const at = (fenceToken: number) => ({
+        ...fire,
+        jobId: 'ledger-hb',
+        fenceToken,
+        fireId: `ledger-hb:${fenceToken}`,
+      });
+      const starts = await runs.beginRuns([at(1), at(2), at(3)], 'exec-a', 1_000);
+      const [held, finished, third] = starts.map((s) => {
+        if (s.action !== 'execute') throw new Error('expected execute');
+        return s.leaseToken;
+      });
+      await runs.completeRun(at(2), finished!, { status: 'SUCCEEDED', httpStatus: null, error: null });
+      const expiry = async (fenceToken: number) =>
+        (
+          await db.pool.query<{ ms: number }>(
+            `SELECT (extract(epoch FROM lease_expires_at - now()) * 1000)::float8 AS ms FROM job_runs WHERE job_id = 'ledger-hb' AND fence_token = $1`,
+            [fenceToken],
+          )
+        ).rows[0]!.ms;
+
+      expect(
+        await runs.heartbeats([
+          { key: at(1), leaseToken: held!, leaseMs: 60_000 },
+          { key: at(2), leaseToken: finished!, leaseMs: 60_000 },
+          // A lease token that is not the run's (its lease was taken over).
+          { key: at(3), leaseToken: '00000000-0000-4000-8000-000000000000', leaseMs: 60_000 },
+          // A run that was never begun, under another run's token.
+          { key: at(4), leaseToken: third!, leaseMs: 60_000 },
+        ]),
+      ).toEqual([true, false, false, false]);
+      // The renewed lease runs a minute from now; the one not renewed kept its one second.
+      expect(await expiry(1)).toBeGreaterThan(50_000);
+      expect(await expiry(3)).toBeLessThan(1_500);
+    });
   });
 });

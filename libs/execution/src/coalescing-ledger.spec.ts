@@ -1,4 +1,5 @@
-import { Coalescer } from './coalescing-ledger';
+import type { FireKey } from '@tickwork/domain';
+import { Coalescer, CoalescingLedger, type BatchRunStore } from './coalescing-ledger';
 
 const tick = () => new Promise((r) => setImmediate(r));
 
@@ -59,5 +60,35 @@ describe('Coalescer', () => {
     expect(r.map((x) => x.status)).toEqual(['rejected', 'rejected']);
     fail = false;
     expect(await c.submit(3)).toBe(3);
+  });
+});
+
+describe('CoalescingLedger', () => {
+  it('sends heartbeats made together as one statement, each caller getting its own answer', async () => {
+    const statements: { key: FireKey; leaseToken: string; leaseMs: number }[][] = [];
+    const unused = () => Promise.reject(new Error('not used here'));
+    const store: BatchRunStore = {
+      heartbeats: async (items) => {
+        statements.push([...items]);
+        return items.map((x) => x.leaseToken !== 'lost');
+      },
+      beginRun: unused,
+      beginRuns: unused,
+      completeRun: unused,
+      completeRuns: unused,
+      heartbeat: unused,
+      markHandedOff: unused,
+      releaseRun: unused,
+    };
+    const ledger = new CoalescingLedger(store);
+    const key = (n: number): FireKey => ({ jobId: `job-${n}`, fenceToken: 1 });
+    const answers = await Promise.all([
+      ledger.heartbeat(key(1), 'a', 30_000),
+      ledger.heartbeat(key(2), 'lost', 30_000),
+      ledger.heartbeat(key(3), 'c', 30_000),
+    ]);
+    expect(answers).toEqual([true, false, true]);
+    expect(statements).toHaveLength(1);
+    expect(statements[0]!.map((x) => x.key.jobId)).toEqual(['job-1', 'job-2', 'job-3']);
   });
 });

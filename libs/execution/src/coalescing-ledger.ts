@@ -1,8 +1,9 @@
 /**
- * Groups the two ledger writes every fire makes (begin and complete) across concurrent fires
- * into one statement each, so PostgreSQL sees a few statements per batch instead of two per fire.
- * Calls made in the same turn of the event loop go together; while `maxInFlight` statements are
- * running, new calls wait and join the next one, so batches grow with load by themselves.
+ * Groups the two ledger writes every fire makes (begin and complete), and the lease heartbeats of
+ * long calls, across concurrent fires into one statement each, so PostgreSQL sees a few
+ * statements per batch instead of one or two per fire. Calls made in the same turn of the event
+ * loop go together; while `maxInFlight` statements are running, new calls wait and join the next
+ * one, so batches grow with load by themselves.
  */
 import type { FireEvent, FireKey } from '@tickwork/domain';
 import type { RunCompletion, RunStart } from '@tickwork/store';
@@ -13,6 +14,9 @@ export interface BatchRunStore extends RunLedger {
   beginRuns(fires: readonly FireEvent[], owner: string, leaseMs: number): Promise<RunStart[]>;
   completeRuns(
     items: readonly { readonly key: FireKey; readonly leaseToken: string; readonly outcome: RunCompletion }[],
+  ): Promise<boolean[]>;
+  heartbeats(
+    items: readonly { readonly key: FireKey; readonly leaseToken: string; readonly leaseMs: number }[],
   ): Promise<boolean[]>;
 }
 
@@ -68,6 +72,7 @@ export class CoalescingLedger implements RunLedger {
     { key: FireKey; leaseToken: string; outcome: RunCompletion },
     boolean
   >;
+  private readonly heartbeats: Coalescer<{ key: FireKey; leaseToken: string; leaseMs: number }, boolean>;
   private beginOwner: { owner: string; leaseMs: number } | undefined;
 
   constructor(
@@ -80,6 +85,11 @@ export class CoalescingLedger implements RunLedger {
       o,
     );
     this.completes = new Coalescer((items) => this.store.completeRuns(items), o);
+    // Heartbeats are few per second and not urgent: one statement at a time, the rest batch up.
+    this.heartbeats = new Coalescer((items) => this.store.heartbeats(items), {
+      maxBatch: o.maxBatch,
+      maxInFlight: 1,
+    });
   }
 
   /** Batched beginRun; every caller of one ledger must pass the same owner and lease length. */
@@ -96,8 +106,9 @@ export class CoalescingLedger implements RunLedger {
     return this.completes.submit({ key, leaseToken, outcome });
   }
 
+  /** Batched heartbeat. */
   heartbeat(key: FireKey, leaseToken: string, leaseMs: number): Promise<boolean> {
-    return this.store.heartbeat(key, leaseToken, leaseMs);
+    return this.heartbeats.submit({ key, leaseToken, leaseMs });
   }
 
   markHandedOff(key: FireKey, status: 'RETRYING' | 'DEAD_LETTERED', attempt: number): Promise<void> {

@@ -199,12 +199,37 @@ export class RunRepository {
 
   /** Extends a live lease; false when the lease was lost (taken over or finished). */
   async heartbeat(key: FireKey, leaseToken: string, leaseMs: number): Promise<boolean> {
-    const r = await this.pool.query(
-      `UPDATE job_runs SET lease_expires_at = now() + make_interval(secs => $4::double precision / 1000), updated_at = now()
-        WHERE job_id = $1 AND fence_token = $2 AND lease_token = $3 AND status = 'RUNNING'`,
-      [key.jobId, key.fenceToken, leaseToken, leaseMs],
+    return (await this.heartbeats([{ key, leaseToken, leaseMs }]))[0]!;
+  }
+
+  /** heartbeat for many runs in one statement; results in input order. */
+  async heartbeats(
+    items: readonly { readonly key: FireKey; readonly leaseToken: string; readonly leaseMs: number }[],
+  ): Promise<boolean[]> {
+    if (items.length === 0) return [];
+    // In key order, as the other ledger batches, so that concurrent batches lock rows alike.
+    const sorted = [...items].sort((a, b) =>
+      a.key.jobId < b.key.jobId ? -1 : a.key.jobId > b.key.jobId ? 1 : a.key.fenceToken - b.key.fenceToken,
     );
-    return r.rowCount === 1;
+    const { rows } = await retryOnDeadlock(() =>
+      this.pool.query<{ job_id: string; fence_token: number; lease_token: string }>(
+        `UPDATE job_runs r
+            SET lease_expires_at = now() + make_interval(secs => h.lease_ms / 1000), updated_at = now()
+           FROM unnest($1::text[], $2::bigint[], $3::uuid[], $4::double precision[])
+                AS h(job_id, fence_token, lease_token, lease_ms)
+          WHERE r.job_id = h.job_id AND r.fence_token = h.fence_token AND r.lease_token = h.lease_token
+            AND r.status = 'RUNNING'
+          RETURNING r.job_id, r.fence_token, r.lease_token::text AS lease_token`,
+        [
+          sorted.map((x) => x.key.jobId),
+          sorted.map((x) => x.key.fenceToken),
+          sorted.map((x) => x.leaseToken),
+          sorted.map((x) => x.leaseMs),
+        ],
+      ),
+    );
+    const held = new Set(rows.map((r) => `${r.job_id}\u0000${r.fence_token}\u0000${r.lease_token}`));
+    return items.map((x) => held.has(`${x.key.jobId}\u0000${x.key.fenceToken}\u0000${x.leaseToken}`));
   }
 
   /** Records an attempt's outcome, only if the caller still holds the lease; false when fenced out. */
