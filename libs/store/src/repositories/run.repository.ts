@@ -207,10 +207,8 @@ export class RunRepository {
     items: readonly { readonly key: FireKey; readonly leaseToken: string; readonly leaseMs: number }[],
   ): Promise<boolean[]> {
     if (items.length === 0) return [];
-    // In key order, as the other ledger batches, so that concurrent batches lock rows alike.
-    const sorted = [...items].sort((a, b) =>
-      a.key.jobId < b.key.jobId ? -1 : a.key.jobId > b.key.jobId ? 1 : a.key.fenceToken - b.key.fenceToken,
-    );
+    // A batch may meet another writer of the same rows (a completion racing its last heartbeat):
+    // retried on deadlock, as completeRuns is.
     const { rows } = await retryOnDeadlock(() =>
       this.pool.query<{ job_id: string; fence_token: number; lease_token: string }>(
         `UPDATE job_runs r
@@ -221,10 +219,10 @@ export class RunRepository {
             AND r.status = 'RUNNING'
           RETURNING r.job_id, r.fence_token, r.lease_token::text AS lease_token`,
         [
-          sorted.map((x) => x.key.jobId),
-          sorted.map((x) => x.key.fenceToken),
-          sorted.map((x) => x.leaseToken),
-          sorted.map((x) => x.leaseMs),
+          items.map((x) => x.key.jobId),
+          items.map((x) => x.key.fenceToken),
+          items.map((x) => x.leaseToken),
+          items.map((x) => x.leaseMs),
         ],
       ),
     );
