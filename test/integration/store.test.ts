@@ -544,6 +544,58 @@ describe('schedule store', () => {
       expect((await runs.findRun(f2))?.status).toBe('DEAD_LETTERED');
     });
 
+    it('lets a first attempt run unleased only while no run of it is recorded and its job exists, and records it once', async () => {
+      await jobs.insertJob({ definition: definition('unleased-1'), shard: 3, next: dueAt(new Date()) });
+      const at = (jobId: string, fenceToken: number) => ({ ...ledgerFire(jobId, fenceToken) });
+      const leased = await runs.beginRun(at('unleased-1', 2), 'exec-a', 30_000);
+      expect(leased.action).toBe('execute');
+      expect(
+        await runs.mayRunUnleasedMany([
+          at('unleased-1', 1),
+          // A run of it is recorded (RUNNING under a lease).
+          at('unleased-1', 2),
+          // No such job (deleted after the claim).
+          at('unleased-gone', 1),
+          at('unleased-1', 3),
+        ]),
+      ).toEqual([true, false, false, true]);
+
+      expect(
+        await runs.recordUnleasedRuns([
+          { fire: at('unleased-1', 1), owner: 'exec-b', durationMs: 40, httpStatus: null },
+          // The leased run recorded first: it stands.
+          { fire: at('unleased-1', 2), owner: 'exec-b', durationMs: 40, httpStatus: null },
+          { fire: at('unleased-1', 3), owner: 'exec-b', durationMs: 0, httpStatus: null },
+        ]),
+      ).toEqual([true, false, true]);
+      const one = await runs.findRunState(at('unleased-1', 1));
+      expect(one).toMatchObject({
+        status: 'SUCCEEDED',
+        attempt: 1,
+        leaseOwner: 'exec-b',
+        leaseExpiresAt: null,
+      });
+      expect(one!.finishedAt!.getTime() - one!.startedAt!.getTime()).toBe(40);
+      expect(await runs.findRunState(at('unleased-1', 2))).toMatchObject({
+        status: 'RUNNING',
+        leaseOwner: 'exec-a',
+      });
+      // Recorded: a second delivery takes the leased path, which finds it final.
+      expect(await runs.mayRunUnleased(at('unleased-1', 1))).toBe(false);
+      expect(await runs.beginRun(at('unleased-1', 1), 'exec-c', 30_000)).toMatchObject({
+        action: 'skip',
+        reason: 'ALREADY_FINAL',
+      });
+      expect(
+        await runs.recordUnleasedRun({
+          fire: at('unleased-1', 1),
+          owner: 'exec-c',
+          durationMs: 1,
+          httpStatus: null,
+        }),
+      ).toBe(false);
+    });
+
     it('renews many leases in one statement, and only those still held', async () => {
       const at = (fenceToken: number) => ({
         ...fire,

@@ -79,6 +79,10 @@ describe('CoalescingLedger', () => {
       heartbeat: unused,
       markHandedOff: unused,
       releaseRun: unused,
+      mayRunUnleased: unused,
+      mayRunUnleasedMany: unused,
+      recordUnleasedRun: unused,
+      recordUnleasedRuns: unused,
     };
     const ledger = new CoalescingLedger(store);
     const key = (n: number): FireKey => ({ jobId: `job-${n}`, fenceToken: 1 });

@@ -1,12 +1,12 @@
 /**
- * Groups the two ledger writes every fire makes (begin and complete), and the lease heartbeats of
- * long calls, across concurrent fires into one statement each, so PostgreSQL sees a few
+ * Groups the ledger calls every fire makes (begin and complete, or for a Kafka target's first
+ * attempt the unleased check and record), and the lease heartbeats of long calls, across concurrent fires into one statement each, so PostgreSQL sees a few
  * statements per batch instead of one or two per fire. Calls made in the same turn of the event
  * loop go together; while `maxInFlight` statements are running, new calls wait and join the next
  * one, so batches grow with load by themselves.
  */
 import type { FireEvent, FireKey } from '@tickwork/domain';
-import type { RunCompletion, RunStart } from '@tickwork/store';
+import type { RunCompletion, RunStart, UnleasedRun } from '@tickwork/store';
 import type { RunLedger } from './fire-executor';
 
 /** The batch forms of the ledger writes (RunRepository has them). */
@@ -18,6 +18,8 @@ export interface BatchRunStore extends RunLedger {
   heartbeats(
     items: readonly { readonly key: FireKey; readonly leaseToken: string; readonly leaseMs: number }[],
   ): Promise<boolean[]>;
+  mayRunUnleasedMany(keys: readonly FireKey[]): Promise<boolean[]>;
+  recordUnleasedRuns(runs: readonly UnleasedRun[]): Promise<boolean[]>;
 }
 
 /** Collects submitted items and runs them through `run` in batches; each caller gets its own result. */
@@ -73,6 +75,9 @@ export class CoalescingLedger implements RunLedger {
     boolean
   >;
   private readonly heartbeats: Coalescer<{ key: FireKey; leaseToken: string; leaseMs: number }, boolean>;
+  private readonly unleasedChecks: Coalescer<FireKey, boolean>;
+  private readonly unleasedRecords: Coalescer<UnleasedRun, boolean>;
+  private recordOwner: string | undefined;
   private beginOwner: { owner: string; leaseMs: number } | undefined;
 
   constructor(
@@ -85,6 +90,8 @@ export class CoalescingLedger implements RunLedger {
       o,
     );
     this.completes = new Coalescer((items) => this.store.completeRuns(items), o);
+    this.unleasedChecks = new Coalescer((keys) => this.store.mayRunUnleasedMany(keys), o);
+    this.unleasedRecords = new Coalescer((runs) => this.store.recordUnleasedRuns(runs), o);
     // Heartbeats are few per second and not urgent: one statement at a time, the rest batch up.
     this.heartbeats = new Coalescer((items) => this.store.heartbeats(items), {
       maxBatch: o.maxBatch,
@@ -109,6 +116,19 @@ export class CoalescingLedger implements RunLedger {
   /** Batched heartbeat. */
   heartbeat(key: FireKey, leaseToken: string, leaseMs: number): Promise<boolean> {
     return this.heartbeats.submit({ key, leaseToken, leaseMs });
+  }
+
+  /** Batched mayRunUnleased. */
+  mayRunUnleased(key: FireKey): Promise<boolean> {
+    return this.unleasedChecks.submit(key);
+  }
+
+  /** Batched recordUnleasedRun; every caller of one ledger must pass the same owner. */
+  recordUnleasedRun(run: UnleasedRun): Promise<boolean> {
+    if (this.recordOwner !== undefined && this.recordOwner !== run.owner)
+      return this.store.recordUnleasedRun(run);
+    this.recordOwner = run.owner;
+    return this.unleasedRecords.submit(run);
   }
 
   markHandedOff(key: FireKey, status: 'RETRYING' | 'DEAD_LETTERED', attempt: number): Promise<void> {

@@ -11,7 +11,7 @@ import type {
   RetryPolicy,
   WebhookTarget,
 } from '@tickwork/domain';
-import type { RunCompletion, RunStart, RunState } from '@tickwork/store';
+import type { RunCompletion, RunStart, RunState, UnleasedRun } from '@tickwork/store';
 import { bindTraceContext, boundTraceContext } from '@tickwork/telemetry';
 import type { AttemptOutcome, TargetRequest, TargetRunner } from './attempt';
 import { FireExecutor, type RunLedger } from './fire-executor';
@@ -58,6 +58,10 @@ class Script implements RunLedger, FireOutcomeSink {
   };
   completes = true;
   heartbeatResult: boolean | Error = true;
+  /** What mayRunUnleased answers (false: a run was recorded, or the job is gone). */
+  unleasedAllowed = false;
+  /** What recordUnleasedRun answers (false: a concurrent delivery recorded first). */
+  unleasedRecorded = true;
 
   async beginRun(): Promise<RunStart> {
     this.log.push('begin');
@@ -73,6 +77,14 @@ class Script implements RunLedger, FireOutcomeSink {
       `complete ${o.status} ${token}${o.nextAttemptAt ? ` next=${o.nextAttemptAt.toISOString()}` : ''}`,
     );
     return this.completes;
+  }
+  async mayRunUnleased(): Promise<boolean> {
+    this.log.push('may-run-unleased');
+    return this.unleasedAllowed;
+  }
+  async recordUnleasedRun(r: UnleasedRun): Promise<boolean> {
+    this.log.push(`record-unleased ${r.fire.fenceToken} by=${r.owner}`);
+    return this.unleasedRecorded;
   }
   async markHandedOff(_k: FireKey, status: string, attempt: number): Promise<void> {
     this.log.push(`handed-off ${status} ${attempt}`);
@@ -186,6 +198,96 @@ describe('FireExecutor', () => {
     await expect(webhook).resolves.toMatchObject({ kind: 'executed' });
     expect(t.calls).toHaveLength(2);
     expect(slots.inUse()).toBe(0);
+  });
+
+  describe("a Kafka target's first attempt", () => {
+    const kafkaFire: FireEvent = {
+      ...fire,
+      target: { type: 'kafka', topic: 'orders', key: null, headers: {} },
+    };
+
+    it('runs without a lease when no run of it was recorded: check, produce, one record, result', async () => {
+      const { s, t, ex, stop } = setup();
+      s.unleasedAllowed = true;
+      expect(await ex.execute(kafkaFire, stop.signal)).toMatchObject({
+        kind: 'executed',
+        outcome: 'SUCCEEDED',
+      });
+      expect(t.calls).toHaveLength(1);
+      expect(s.log).toEqual(['may-run-unleased', 'record-unleased 4 by=me', 'result 1 SUCCEEDED']);
+    });
+
+    it('takes the leased path when a run was recorded or the job is gone, and from the second attempt on', async () => {
+      const { s, t, ex, stop } = setup();
+      expect(await ex.execute(kafkaFire, stop.signal)).toMatchObject({
+        kind: 'executed',
+        outcome: 'SUCCEEDED',
+      });
+      expect(s.log).toEqual(['may-run-unleased', 'begin', 'complete SUCCEEDED L1', 'result 1 SUCCEEDED']);
+      s.log.length = 0;
+      s.unleasedAllowed = true;
+      s.start = { action: 'execute', leaseToken: 'L2', takenOver: false, attempt: 2, retryPolicy: policy };
+      await ex.execute({ ...kafkaFire, attempt: 2 }, stop.signal);
+      expect(s.log).toEqual(['begin', 'complete SUCCEEDED L2', 'result 2 SUCCEEDED']);
+      expect(t.calls).toHaveLength(2);
+    });
+
+    it('records a failed produce under a lease and hands the retry on, without producing again', async () => {
+      const { s, t, ex, stop } = setup();
+      s.unleasedAllowed = true;
+      t.answer = async () => ({ ok: false, httpStatus: null, error: 'KAFKA: broker down', retryable: true });
+      expect(await ex.execute(kafkaFire, stop.signal)).toMatchObject({
+        kind: 'executed',
+        outcome: 'RETRYING',
+      });
+      expect(t.calls).toHaveLength(1);
+      expect(s.log).toEqual([
+        'may-run-unleased',
+        'begin',
+        'complete RETRYING L1 next=2026-06-01T12:00:00.500Z',
+        'retry attempt=2 at=2026-06-01T12:00:00.500Z',
+        'handed-off RETRYING 1',
+        'result 1 RETRYING',
+      ]);
+    });
+
+    it('publishes no result when a concurrent delivery recorded its run first', async () => {
+      const { s, ex, stop } = setup();
+      s.unleasedAllowed = true;
+      s.unleasedRecorded = false;
+      expect(await ex.execute(kafkaFire, stop.signal)).toEqual({
+        kind: 'duplicate',
+        reason: 'RECORDED_ELSEWHERE',
+      });
+      expect(s.log).toEqual(['may-run-unleased', 'record-unleased 4 by=me']);
+    });
+
+    it('holds a second copy of a fire that is running here until the first is done', async () => {
+      const { s, t, ex, stop } = setup();
+      s.unleasedAllowed = true;
+      let ack: (o: AttemptOutcome) => void = () => undefined;
+      t.answer = () => new Promise((resolve) => (ack = resolve));
+      const first = ex.execute(kafkaFire, stop.signal);
+      await new Promise((r) => setImmediate(r));
+      expect(await ex.execute(kafkaFire, stop.signal)).toMatchObject({
+        kind: 'later',
+        why: 'the same fire is running here',
+      });
+      ack({ ok: true, httpStatus: null, error: null, retryable: false });
+      await expect(first).resolves.toMatchObject({ kind: 'executed' });
+      expect(t.calls).toHaveLength(1);
+    });
+
+    it('on stop, gives the produce up unrecorded and does not acknowledge', async () => {
+      const { s, t, ex, stop } = setup();
+      s.unleasedAllowed = true;
+      t.answer = hanging;
+      const running = ex.execute(kafkaFire, stop.signal);
+      await new Promise((r) => setImmediate(r));
+      stop.abort();
+      expect(await running).toEqual({ kind: 'abandoned' });
+      expect(s.log).toEqual(['may-run-unleased']);
+    });
   });
 
   it('renews the lease of a run that waited for a slot before calling, and does not call if it was taken', async () => {

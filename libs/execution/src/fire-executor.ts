@@ -15,7 +15,7 @@ import type {
   RetryPolicy,
   WebhookTarget,
 } from '@tickwork/domain';
-import type { RunCompletion, RunStart, RunState } from '@tickwork/store';
+import type { RunCompletion, RunStart, RunState, UnleasedRun } from '@tickwork/store';
 import { bindTraceContext, boundTraceContext } from '@tickwork/telemetry';
 import type { AttemptOutcome, TargetRequest, TargetRunner } from './attempt';
 import type { FireOutcomeSink } from './outcome-sink';
@@ -29,6 +29,10 @@ export interface RunLedger {
   completeRun(key: FireKey, leaseToken: string, outcome: RunCompletion): Promise<boolean>;
   markHandedOff(key: FireKey, status: 'RETRYING' | 'DEAD_LETTERED', attempt: number): Promise<void>;
   releaseRun(key: FireKey, leaseToken: string): Promise<void>;
+  /** Whether this fire's first attempt may run without a lease: no run of it recorded, its job still there. */
+  mayRunUnleased(key: FireKey): Promise<boolean>;
+  /** Records a successful first attempt that ran without a lease; false when another run was recorded first. */
+  recordUnleasedRun(run: UnleasedRun): Promise<boolean>;
 }
 
 export interface ExecutorOptions {
@@ -73,12 +77,15 @@ export interface DeliveryContext {
 }
 
 const LEASE_RECHECK_MARGIN_MS = 50;
+const SAME_FIRE_HERE_RETRY_MS = 50;
 const LEDGER_UNREACHABLE_RETRY_MS = 1_000;
 
 export class FireExecutor {
   private readonly now: () => Date;
   private readonly random: () => number;
   private readonly inFlight = new Map<AbortSignal, Set<AbortController>>();
+  /** Fires whose first attempt runs here without a lease, by `job_id\u0000fence_token`. */
+  private readonly unleased = new Set<string>();
 
   constructor(
     private readonly runs: RunLedger,
@@ -110,6 +117,13 @@ export class FireExecutor {
 
   /** From the lease to the recorded outcome, holding a slot for a webhook call. */
   private async run(fire: FireEvent, stopping: AbortSignal, ctx: DeliveryContext): Promise<ExecutionReport> {
+    let failedUnleased: { outcome: AttemptOutcome; startedAt: Date } | undefined;
+    if (fire.target.type === 'kafka' && fire.attempt === 1) {
+      const unleased = await this.runUnleased(fire, fire.target, stopping);
+      if (unleased.kind === 'report') return unleased.report;
+      if (unleased.kind === 'failed') failedUnleased = unleased;
+    }
+
     const start = await this.runs.beginRun(fire, this.opts.owner, this.opts.runLeaseMs);
     const leasedAt = Date.now();
     if (start.action === 'skip') return this.onSkip(fire, start, ctx);
@@ -142,6 +156,20 @@ export class FireExecutor {
         startedAt,
         { ok: false, httpStatus: null, error: detail, retryable: false },
         { kind: 'dead-letter', reason: 'MAX_EVENT_AGE', detail },
+        ctx,
+      );
+    }
+
+    if (failedUnleased && !start.takenOver && attempt === fire.attempt) {
+      // The produce already failed without a lease: record that attempt under this lease.
+      const { outcome, startedAt: producedAt } = failedUnleased;
+      return this.finish(
+        current,
+        key,
+        start.leaseToken,
+        producedAt,
+        outcome,
+        this.decide(current, attempt, policy, outcome),
         ctx,
       );
     }
@@ -190,6 +218,64 @@ export class FireExecutor {
       this.decide(current, attempt, policy, outcome),
       ctx,
     );
+  }
+
+  /**
+   * A Kafka target's first attempt, when no run of the fire was ever recorded: produce, then
+   * record the success in one insert. The leased path writes a run twice (RUNNING, then final)
+   * because a webhook call is long and needs a lease; a produce is short, and a crash between it
+   * and the insert only produces again on re-delivery, as a crash after a leased call calls again.
+   * Anything else goes the leased way: a recorded run (a re-delivery), a deleted job, and a failed
+   * produce, whose retry is decided and recorded under a lease ('failed').
+   */
+  private async runUnleased(
+    fire: FireEvent,
+    target: KafkaTarget,
+    stopping: AbortSignal,
+  ): Promise<
+    | { readonly kind: 'report'; readonly report: ExecutionReport }
+    | { readonly kind: 'failed'; readonly outcome: AttemptOutcome; readonly startedAt: Date }
+    | { readonly kind: 'leased' }
+  > {
+    const id = `${fire.jobId}\u0000${fire.fenceToken}`;
+    // Two copies of one fire here at once (a relay re-published it): the second waits for the first.
+    if (this.unleased.has(id))
+      return {
+        kind: 'report',
+        report: { kind: 'later', afterMs: SAME_FIRE_HERE_RETRY_MS, why: 'the same fire is running here' },
+      };
+    if (!(await this.runs.mayRunUnleased({ jobId: fire.jobId, fenceToken: fire.fenceToken })))
+      return { kind: 'leased' };
+    if (this.unleased.has(id))
+      return {
+        kind: 'report',
+        report: { kind: 'later', afterMs: SAME_FIRE_HERE_RETRY_MS, why: 'the same fire is running here' },
+      };
+    this.unleased.add(id);
+    try {
+      const startedAt = this.now();
+      const began = Date.now();
+      const outcome = await this.kafka.run(target, requestOf(fire), stopping);
+      if (outcome.aborted) return { kind: 'report', report: { kind: 'abandoned' } };
+      if (!outcome.ok) return { kind: 'failed', outcome, startedAt };
+      const recorded = await this.runs.recordUnleasedRun({
+        fire,
+        owner: this.opts.owner,
+        durationMs: Date.now() - began,
+        httpStatus: outcome.httpStatus,
+      });
+      if (!recorded) {
+        // A concurrent delivery recorded a run of this fire first; that run owns the outcome.
+        this.events.onDuplicate?.(fire, 'RECORDED_ELSEWHERE');
+        return { kind: 'report', report: { kind: 'duplicate', reason: 'RECORDED_ELSEWHERE' } };
+      }
+      const result = resultOf(fire, startedAt, this.now(), 'SUCCEEDED', outcome.httpStatus, null);
+      await this.sink.publishResult(result);
+      this.events.onExecuted?.(fire, result);
+      return { kind: 'report', report: { kind: 'executed', outcome: 'SUCCEEDED', result } };
+    } finally {
+      this.unleased.delete(id);
+    }
   }
 
   private decide(
@@ -247,21 +333,8 @@ export class FireExecutor {
       await this.runs.markHandedOff(key, 'DEAD_LETTERED', fire.attempt);
       this.events.onDeadLettered?.(fire, decision.reason, decision.detail);
     }
-    const result: FireResult = {
-      jobId: fire.jobId,
-      tenantId: fire.tenantId,
-      fenceToken: fire.fenceToken,
-      fireId: fire.fireId,
-      scheduledFor: fire.scheduledFor,
-      startedAt,
-      finishedAt,
-      attempt: fire.attempt,
-      outcome: status,
-      httpStatus: outcome.httpStatus,
-      error,
-      durationMs: finishedAt.getTime() - startedAt.getTime(),
-    };
-    await this.sink.publishResult(inTraceOf(fire, result));
+    const result = resultOf(fire, startedAt, finishedAt, status, outcome.httpStatus, error);
+    await this.sink.publishResult(result);
     this.events.onExecuted?.(fire, result);
     return { kind: 'executed', outcome: status, result };
   }
@@ -339,16 +412,7 @@ export class FireExecutor {
     }, this.opts.heartbeatMs);
     const signal = call.signal;
     try {
-      const req: TargetRequest = {
-        jobId: fire.jobId,
-        tenantId: fire.tenantId,
-        fenceToken: fire.fenceToken,
-        fireId: fire.fireId,
-        scheduledFor: fire.scheduledFor,
-        attempt: fire.attempt,
-        body: fire.payload === null ? null : JSON.stringify(fire.payload),
-        traceHeaders: boundTraceContext(fire),
-      };
+      const req = requestOf(fire);
       const outcome =
         fire.target.type === 'webhook'
           ? await this.webhooks.run(fire.target, req, signal)
@@ -382,6 +446,45 @@ type FinalDecision =
   | { readonly kind: 'succeeded' }
   | { readonly kind: 'retry'; readonly notBefore: Date }
   | { readonly kind: 'dead-letter'; readonly reason: DeadLetterReason; readonly detail: string };
+
+/** What the target runners get of a fire. */
+function requestOf(fire: FireEvent): TargetRequest {
+  return {
+    jobId: fire.jobId,
+    tenantId: fire.tenantId,
+    fenceToken: fire.fenceToken,
+    fireId: fire.fireId,
+    scheduledFor: fire.scheduledFor,
+    attempt: fire.attempt,
+    body: fire.payload === null ? null : JSON.stringify(fire.payload),
+    traceHeaders: boundTraceContext(fire),
+  };
+}
+
+/** The result of one attempt of `fire`, in its trace. */
+function resultOf(
+  fire: FireEvent,
+  startedAt: Date,
+  finishedAt: Date,
+  outcome: FireOutcome,
+  httpStatus: number | null,
+  error: string | null,
+): FireResult {
+  return inTraceOf(fire, {
+    jobId: fire.jobId,
+    tenantId: fire.tenantId,
+    fenceToken: fire.fenceToken,
+    fireId: fire.fireId,
+    scheduledFor: fire.scheduledFor,
+    startedAt,
+    finishedAt,
+    attempt: fire.attempt,
+    outcome,
+    httpStatus,
+    error,
+    durationMs: finishedAt.getTime() - startedAt.getTime(),
+  });
+}
 
 /** `fire` at another attempt, in the same trace. */
 function atAttempt(fire: FireEvent, attempt: number): FireEvent {

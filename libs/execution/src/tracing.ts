@@ -9,7 +9,7 @@
  */
 import type { FireEvent, FireKey, KafkaTarget, WebhookTarget } from '@tickwork/domain';
 import type { InboundMessage } from '@tickwork/messaging';
-import type { RunCompletion, RunStart } from '@tickwork/store';
+import type { RunCompletion, RunStart, UnleasedRun } from '@tickwork/store';
 import {
   Attr,
   dbAttributes,
@@ -132,6 +132,32 @@ export class TracedLedger implements RunLedger {
         attributes: dbAttributes('hand-off', 'job_runs', keyAttributes(key)),
       },
       () => this.inner.markHandedOff(key, status, attempt),
+    );
+  }
+
+  mayRunUnleased(key: FireKey): Promise<boolean> {
+    if (!spansRecorded()) return this.inner.mayRunUnleased(key);
+    return inSpan(
+      'check job_runs',
+      { kind: SpanKind.CLIENT, attributes: dbAttributes('check', 'job_runs', keyAttributes(key)) },
+      async (span) => {
+        const allowed = await this.inner.mayRunUnleased(key);
+        span.setAttribute(Attr.Outcome, allowed ? 'unleased' : 'leased');
+        return allowed;
+      },
+    );
+  }
+
+  recordUnleasedRun(run: UnleasedRun): Promise<boolean> {
+    if (!spansRecorded()) return this.inner.recordUnleasedRun(run);
+    return inSpan(
+      'record job_runs',
+      { kind: SpanKind.CLIENT, attributes: dbAttributes('record', 'job_runs', fireAttributes(run.fire)) },
+      async (span) => {
+        const recorded = await this.inner.recordUnleasedRun(run);
+        span.setAttribute(Attr.Outcome, recorded ? 'SUCCEEDED' : 'RECORDED_ELSEWHERE');
+        return recorded;
+      },
     );
   }
 

@@ -24,6 +24,7 @@ export {
   RunRepository,
   type RunStart,
   type RunCompletion,
+  type UnleasedRun,
   type RunState,
 } from './repositories/run.repository';
 export type { Pool } from 'pg';

@@ -46,6 +46,15 @@ export interface RunCompletion {
   readonly nextAttemptAt?: Date | null;
 }
 
+/** A first attempt that ran without a lease and succeeded (RunRepository.recordUnleasedRuns). */
+export interface UnleasedRun {
+  readonly fire: FireEvent;
+  /** The executor that ran it; one per batch. */
+  readonly owner: string;
+  readonly durationMs: number;
+  readonly httpStatus: number | null;
+}
+
 interface RunStateRow extends RunRow {
   next_attempt_at: Date | null;
   handed_off_at: Date | null;
@@ -195,6 +204,73 @@ export class RunRepository {
       }
     }
     return starts as RunStart[];
+  }
+
+  /** Whether this fire's first attempt may run without a lease (see mayRunUnleasedMany). */
+  async mayRunUnleased(key: FireKey): Promise<boolean> {
+    return (await this.mayRunUnleasedMany([key]))[0]!;
+  }
+
+  /** Records one successful first attempt that ran without a lease (see recordUnleasedRuns). */
+  async recordUnleasedRun(run: UnleasedRun): Promise<boolean> {
+    return (await this.recordUnleasedRuns([run]))[0]!;
+  }
+
+  /**
+   * For each fire: may its first attempt run without a lease? True when no run of it was ever
+   * recorded and its job still exists. A read, one primary-key probe per table and fire.
+   */
+  async mayRunUnleasedMany(keys: readonly FireKey[]): Promise<boolean[]> {
+    if (keys.length === 0) return [];
+    // Subqueries in the select list run as one index probe per fire; as joins, the planner may
+    // hash a whole table for a batch of a few hundred.
+    const { rows } = await this.pool.query<{ ord: number; allowed: boolean }>(
+      `SELECT k.ord::int AS ord,
+              NOT EXISTS (SELECT 1 FROM job_runs r WHERE r.job_id = k.job_id AND r.fence_token = k.fence_token)
+              AND EXISTS (SELECT 1 FROM jobs j WHERE j.job_id = k.job_id) AS allowed
+         FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS k(job_id, fence_token, ord)`,
+      [keys.map((k) => k.jobId), keys.map((k) => k.fenceToken)],
+    );
+    const out = new Array<boolean>(keys.length).fill(false);
+    for (const r of rows) out[r.ord - 1] = r.allowed;
+    return out;
+  }
+
+  /**
+   * Records first attempts that ran without a lease and succeeded, in one insert. False where a
+   * run of the fire was recorded first (a concurrent delivery): that run stands, this one is not
+   * recorded. Results in input order.
+   */
+  async recordUnleasedRuns(items: readonly UnleasedRun[]): Promise<boolean[]> {
+    if (items.length === 0) return [];
+    const { rows } = await retryOnDeadlock(() =>
+      this.pool.query<{ job_id: string; fence_token: number }>(
+        `INSERT INTO job_runs (job_id, fence_token, tenant_id, fire_id, nominal_time, scheduled_for, attempt, status,
+                               lease_owner, started_at, finished_at, http_status)
+         SELECT i.job_id, i.fence_token, i.tenant_id, i.fire_id, i.nominal_time, i.scheduled_for, 1, 'SUCCEEDED',
+                $8, now() - make_interval(secs => i.duration_ms / 1000), now(), i.http_status
+           FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[],
+                       $7::double precision[], $9::int[])
+                AS i(job_id, fence_token, tenant_id, fire_id, nominal_time, scheduled_for, duration_ms, http_status)
+          -- The lock order of every ledger writer that inserts.
+          ORDER BY i.job_id, i.fence_token
+         ON CONFLICT (job_id, fence_token) DO NOTHING
+         RETURNING job_id, fence_token`,
+        [
+          items.map((x) => x.fire.jobId),
+          items.map((x) => x.fire.fenceToken),
+          items.map((x) => x.fire.tenantId),
+          items.map((x) => x.fire.fireId),
+          items.map((x) => x.fire.nominalTime),
+          items.map((x) => x.fire.scheduledFor),
+          items.map((x) => Math.max(0, x.durationMs)),
+          items[0]!.owner,
+          items.map((x) => x.httpStatus),
+        ],
+      ),
+    );
+    const inserted = new Set(rows.map((r) => `${r.job_id}\u0000${r.fence_token}`));
+    return items.map((x) => inserted.has(`${x.fire.jobId}\u0000${x.fire.fenceToken}`));
   }
 
   /** Extends a live lease; false when the lease was lost (taken over or finished). */
