@@ -322,6 +322,19 @@ describe('executor delivery', () => {
           'tickwork-fence-token': '1',
           'tickwork-attempt': '1',
         });
+        // The first attempt ran unleased (one insert of the finished run). A second delivery of
+        // the same fire finds that run: it re-publishes the result and produces nothing.
+        await publisher.publish({ ...(await fireOf('kafka-1', target)), payload: { total: 12.5 } });
+        await eventually('the result of both deliveries', () => {
+          const r = out.results.messages.filter((x) => x.key?.toString() === 'kafka-1');
+          return r.length >= 2 ? r : undefined;
+        });
+        expect(sink.tap.messages.filter((x) => x.headers['tickwork-fire-id'] === 'kafka-1:1')).toHaveLength(
+          1,
+        );
+        expect(await run('kafka-1')).toEqual([
+          expect.objectContaining({ status: 'SUCCEEDED', attempt: 1, lease_owner: expect.any(String) }),
+        ]);
 
         const forge: Target = { type: 'kafka', topic: `${db.iso.topicPrefix}.fires`, key: null, headers: {} };
         await publisher.publish(await job('kafka-forge', forge));
