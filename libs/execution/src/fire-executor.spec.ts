@@ -3,6 +3,7 @@
  * ones are exercised by test/integration and test/e2e): record before hand-off, nothing produced
  * when fenced out, hand-offs repaired on re-delivery, and what is (not) acknowledged.
  */
+import { getEventListeners } from 'node:events';
 import type {
   FireEvent,
   FireKey,
@@ -276,6 +277,20 @@ describe('FireExecutor', () => {
       ack({ ok: true, httpStatus: null, error: null, retryable: false });
       await expect(first).resolves.toMatchObject({ kind: 'executed' });
       expect(t.calls).toHaveLength(1);
+    });
+
+    it('leaves no listener behind on the stop signal, however many fires it produced', async () => {
+      const { s, t, ex, stop } = setup();
+      s.unleasedAllowed = true;
+      // Like the Kafka runner: it listens for an abort of the signal it is given.
+      t.answer = async (signal) => {
+        signal.addEventListener('abort', () => undefined, { once: true });
+        return { ok: true, httpStatus: null, error: null, retryable: false };
+      };
+      for (let n = 1; n <= 20; n++)
+        await ex.execute({ ...kafkaFire, fenceToken: n, fireId: `j:${n}` }, stop.signal);
+      expect(t.calls).toHaveLength(20);
+      expect(getEventListeners(stop.signal, 'abort').length).toBeLessThanOrEqual(1);
     });
 
     it('on stop, gives the produce up unrecorded and does not acknowledge', async () => {

@@ -255,7 +255,10 @@ export class FireExecutor {
     try {
       const startedAt = this.now();
       const began = Date.now();
-      const outcome = await this.kafka.run(target, requestOf(fire), stopping);
+      // A signal of its own, as for a leased call: a listener per produce on `stopping` would pile up.
+      const call = new AbortController();
+      const untrack = this.track(stopping, call);
+      const outcome = await this.kafka.run(target, requestOf(fire), call.signal).finally(untrack);
       if (outcome.aborted) return { kind: 'report', report: { kind: 'abandoned' } };
       if (!outcome.ok) return { kind: 'failed', outcome, startedAt };
       const recorded = await this.runs.recordUnleasedRun({
