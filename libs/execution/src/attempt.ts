@@ -15,7 +15,8 @@ export interface AttemptOutcome {
 
 /** Runs one fire against its target. Never throws: every failure is an outcome. */
 export interface TargetRunner<T> {
-  run(target: T, request: TargetRequest, signal: AbortSignal): Promise<AttemptOutcome>;
+  /** `signal` cuts the call short; without one it runs to its own timeout. */
+  run(target: T, request: TargetRequest, signal?: AbortSignal): Promise<AttemptOutcome>;
 }
 
 /** What a target call carries besides the target itself. */

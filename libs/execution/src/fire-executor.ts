@@ -78,12 +78,19 @@ export interface DeliveryContext {
 
 const LEASE_RECHECK_MARGIN_MS = 50;
 const SAME_FIRE_HERE_RETRY_MS = 50;
+const STOPPED: AttemptOutcome = {
+  ok: false,
+  httpStatus: null,
+  error: 'ABORTED: the executor is stopping',
+  retryable: true,
+  aborted: true,
+};
 const LEDGER_UNREACHABLE_RETRY_MS = 1_000;
 
 export class FireExecutor {
   private readonly now: () => Date;
   private readonly random: () => number;
-  private readonly inFlight = new Map<AbortSignal, Set<AbortController>>();
+  private readonly inFlight = new Map<AbortSignal, Set<{ abort(): void }>>();
   /** Fires whose first attempt runs here without a lease, by `job_id\u0000fence_token`. */
   private readonly unleased = new Set<string>();
 
@@ -255,10 +262,13 @@ export class FireExecutor {
     try {
       const startedAt = this.now();
       const began = Date.now();
-      // A signal of its own, as for a leased call: a listener per produce on `stopping` would pile up.
-      const call = new AbortController();
-      const untrack = this.track(stopping, call);
-      const outcome = await this.kafka.run(target, requestOf(fire), call.signal).finally(untrack);
+      // Stopping only stops the wait for the ack (a produce cannot be recalled). Tracked like a
+      // leased call, but without an AbortController per produce: creating one costs more than the
+      // rest of the produce's bookkeeping.
+      let stop!: () => void;
+      const stopped = new Promise<AttemptOutcome>((resolve) => (stop = () => resolve(STOPPED)));
+      const untrack = this.track(stopping, { abort: stop });
+      const outcome = await Promise.race([this.kafka.run(target, requestOf(fire)), stopped]).finally(untrack);
       if (outcome.aborted) return { kind: 'report', report: { kind: 'abandoned' } };
       if (!outcome.ok) return { kind: 'failed', outcome, startedAt };
       const recorded = await this.runs.recordUnleasedRun({
@@ -428,14 +438,14 @@ export class FireExecutor {
   }
 
   /** Registers a call to be aborted when `stopping` fires; returns the unregistration. */
-  private track(stopping: AbortSignal, call: AbortController): () => void {
+  private track(stopping: AbortSignal, call: { abort(): void }): () => void {
     if (stopping.aborted) {
       call.abort();
       return () => undefined;
     }
     let calls = this.inFlight.get(stopping);
     if (!calls) {
-      const set = new Set<AbortController>();
+      const set = new Set<{ abort(): void }>();
       calls = set;
       this.inFlight.set(stopping, set);
       stopping.addEventListener('abort', () => set.forEach((c) => c.abort()), { once: true });

@@ -239,7 +239,7 @@ export class TracedKafkaRunner implements TargetRunner<KafkaTarget> {
     private readonly observe?: TargetCallObserver,
   ) {}
 
-  run(target: KafkaTarget, req: TargetRequest, signal: AbortSignal): Promise<AttemptOutcome> {
+  run(target: KafkaTarget, req: TargetRequest, signal?: AbortSignal): Promise<AttemptOutcome> {
     if (!spansRecorded()) return observed(this.inner, 'kafka', target, req, signal, this.observe);
     return inSpan(
       `send ${target.topic}`,
@@ -268,7 +268,7 @@ async function observed<T>(
   type: 'webhook' | 'kafka',
   target: T,
   req: TargetRequest,
-  signal: AbortSignal,
+  signal: AbortSignal | undefined,
   observe: TargetCallObserver | undefined,
 ): Promise<AttemptOutcome> {
   const started = performance.now();
