@@ -6,10 +6,11 @@ import {
   InMemorySpanExporter,
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
-import type { WebhookTarget } from '@tickwork/domain';
+import type { FireEvent, WebhookTarget } from '@tickwork/domain';
 import { setSpansRecorded } from '@tickwork/telemetry';
 import type { AttemptOutcome, TargetRequest, TargetRunner } from './attempt';
-import { callOutcome, TracedWebhookRunner } from './tracing';
+import type { RunLedger } from './fire-executor';
+import { callOutcome, TracedLedger, TracedWebhookRunner } from './tracing';
 
 const exporter = new InMemorySpanExporter();
 
@@ -96,6 +97,47 @@ describe('target call tracing', () => {
       `00-${span.spanContext().traceId}-${span.spanContext().spanId}-01`,
     );
     expect(observed).toEqual([['webhook', 'http_5xx']]);
+  });
+});
+
+describe('run ledger tracing', () => {
+  it('makes the unleased check and record client spans of job_runs, with how they went', async () => {
+    exporter.reset();
+    const fire: FireEvent = {
+      jobId: 'j',
+      tenantId: 'acme',
+      fenceToken: 7,
+      fireId: 'j:7',
+      scheduledFor: new Date(0),
+      nominalTime: new Date(0),
+      attempt: 1,
+      target: { type: 'kafka', topic: 'orders', key: null, headers: {} },
+      payload: null,
+    };
+    const unused = () => Promise.reject(new Error('not used here'));
+    const inner: RunLedger = {
+      beginRun: unused,
+      heartbeat: unused,
+      completeRun: unused,
+      markHandedOff: unused,
+      releaseRun: unused,
+      mayRunUnleased: async (key) => key.fenceToken === 7,
+      recordUnleasedRun: async () => false,
+    };
+    const ledger = new TracedLedger(inner);
+    expect(await ledger.mayRunUnleased(fire)).toBe(true);
+    expect(await ledger.recordUnleasedRun({ fire, owner: 'me', durationMs: 3, httpStatus: null })).toBe(
+      false,
+    );
+    const spans = exporter.getFinishedSpans();
+    expect(spans.map((x) => [x.name, x.attributes['tickwork.outcome']])).toEqual([
+      ['check job_runs', 'unleased'],
+      ['record job_runs', 'RECORDED_ELSEWHERE'],
+    ]);
+    expect(spans[1]!.attributes).toMatchObject({
+      'db.collection.name': 'job_runs',
+      'tickwork.fence_token': 7,
+    });
   });
 });
 
