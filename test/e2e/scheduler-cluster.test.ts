@@ -193,8 +193,17 @@ describe('scheduler cluster', () => {
     );
     expect(deliveries.size).toBe(ids.length);
     expect([...deliveries.values()].filter((n) => n !== 1)).toEqual([]);
-    const { rows: runs } = await db.pool.query<{ status: string; n: string }>(
-      'SELECT status, count(*) AS n FROM job_runs GROUP BY status',
+    // A Kafka target's run is recorded just after its message is produced: wait for the ledger.
+    const runs = await eventually(
+      'every run recorded',
+      async () => {
+        const { rows } = await db.pool.query<{ status: string; n: string }>(
+          'SELECT status, count(*) AS n FROM job_runs GROUP BY status',
+        );
+        return rows.reduce((sum, r) => sum + Number(r.n), 0) >= ids.length ? rows : undefined;
+      },
+      30_000,
+      250,
     );
     expect(runs.map((r) => ({ status: r.status, n: Number(r.n) }))).toEqual([
       { status: 'SUCCEEDED', n: ids.length },
