@@ -223,6 +223,9 @@ class KafkajsConsumer implements MessageConsumer {
   }
 }
 
+/** How long topic creation waits for every partition to have a leader. */
+const LEADER_WAIT_MS = 30_000;
+
 class KafkajsAdmin implements TopicAdmin {
   constructor(private readonly admin: ReturnType<Kafka['admin']>) {}
 
@@ -249,8 +252,11 @@ class KafkajsAdmin implements TopicAdmin {
 
   async createTopics(specs: readonly TopicSpec[]): Promise<void> {
     if (specs.length === 0) return;
+    // kafkajs's own wait for leaders retries LEADER_NOT_AVAILABLE only; a broker that has not yet
+    // propagated the new topic answers UNKNOWN_TOPIC_OR_PARTITION, which it throws
+    // (tulios/kafkajs#1222; seen here right after a broker start). Create, then wait ourselves.
     await this.admin.createTopics({
-      waitForLeaders: true,
+      waitForLeaders: false,
       topics: specs.map((s) => ({
         topic: s.name,
         numPartitions: s.partitions,
@@ -258,6 +264,36 @@ class KafkajsAdmin implements TopicAdmin {
         configEntries: Object.entries(s.configs).map(([name, value]) => ({ name, value })),
       })),
     });
+    await this.waitForLeaders(
+      specs.map((s) => s.name),
+      LEADER_WAIT_MS,
+    );
+  }
+
+  /** Resolves once every partition of `names` has a leader; retriable metadata errors are retried. */
+  private async waitForLeaders(names: string[], timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    let last = 'no metadata yet';
+    for (let delayMs = 50; ; delayMs = Math.min(delayMs * 2, 1_000)) {
+      try {
+        const { topics } = await this.admin.fetchTopicMetadata({ topics: names });
+        const led = (t: (typeof topics)[number]) =>
+          t.partitions.length > 0 && t.partitions.every((p) => p.partitionErrorCode === 0 && p.leader >= 0);
+        if (topics.length === names.length && topics.every(led)) return;
+        last = `no leader yet for ${
+          topics
+            .filter((t) => !led(t))
+            .map((t) => t.name)
+            .join(', ') || 'some topics'
+        }`;
+      } catch (e) {
+        if (!(e as { retriable?: boolean }).retriable) throw e;
+        last = (e as Error).message;
+      }
+      if (Date.now() >= deadline)
+        throw new Error(`topics ${names.join(', ')} not ready after ${timeoutMs} ms: ${last}`);
+      await new Promise((r) => setTimeout(r, delayMs));
+    }
   }
 
   async alterTopicConfigs(name: string, configs: Readonly<Record<string, string>>): Promise<void> {
