@@ -5,6 +5,8 @@
  * (tulios/kafkajs#1222); this is the lib's contract, checked on a real broker.
  */
 import { randomUUID } from 'node:crypto';
+// A client of its own to read the broker's view, as stack.test.ts does.
+// eslint-disable-next-line no-restricted-imports
 import { Kafka, logLevel } from 'kafkajs';
 import { createKafkaBus } from '@tickwork/messaging';
 import { STACK } from '../support/env';
