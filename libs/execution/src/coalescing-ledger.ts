@@ -1,7 +1,8 @@
 /**
  * Groups the ledger calls every fire makes (begin and complete, or for a Kafka target's first
- * attempt the unleased check and record), and the lease heartbeats of long calls, across concurrent fires into one statement each, so PostgreSQL sees a few
- * statements per batch instead of one or two per fire. Calls made in the same turn of the event
+ * attempt the unleased check and record), and the lease heartbeats of long calls, across
+ * concurrent fires into one statement each, so PostgreSQL sees a few statements per batch
+ * instead of one or two per fire. Calls made in the same turn of the event
  * loop go together; while `maxInFlight` statements are running, new calls wait and join the next
  * one, so batches grow with load by themselves.
  */

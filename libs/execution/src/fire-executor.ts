@@ -77,7 +77,10 @@ export interface DeliveryContext {
 }
 
 const LEASE_RECHECK_MARGIN_MS = 50;
-const SAME_FIRE_HERE_RETRY_MS = 50;
+const SAME_FIRE_HERE = {
+  kind: 'report',
+  report: { kind: 'later', afterMs: 50, why: 'the same fire is running here' },
+} as const;
 const STOPPED: AttemptOutcome = {
   ok: false,
   httpStatus: null,
@@ -245,19 +248,12 @@ export class FireExecutor {
     | { readonly kind: 'leased' }
   > {
     const id = `${fire.jobId}\u0000${fire.fenceToken}`;
-    // Two copies of one fire here at once (a relay re-published it): the second waits for the first.
-    if (this.unleased.has(id))
-      return {
-        kind: 'report',
-        report: { kind: 'later', afterMs: SAME_FIRE_HERE_RETRY_MS, why: 'the same fire is running here' },
-      };
+    // Two copies of one fire here at once (a relay re-published it): the second waits for the
+    // first, then finds its run. Checked again after the read, which the first may have raced.
+    if (this.unleased.has(id)) return SAME_FIRE_HERE;
     if (!(await this.runs.mayRunUnleased({ jobId: fire.jobId, fenceToken: fire.fenceToken })))
       return { kind: 'leased' };
-    if (this.unleased.has(id))
-      return {
-        kind: 'report',
-        report: { kind: 'later', afterMs: SAME_FIRE_HERE_RETRY_MS, why: 'the same fire is running here' },
-      };
+    if (this.unleased.has(id)) return SAME_FIRE_HERE;
     this.unleased.add(id);
     try {
       const startedAt = this.now();

@@ -280,12 +280,8 @@ class KafkajsAdmin implements TopicAdmin {
         const led = (t: (typeof topics)[number]) =>
           t.partitions.length > 0 && t.partitions.every((p) => p.partitionErrorCode === 0 && p.leader >= 0);
         if (topics.length === names.length && topics.every(led)) return;
-        last = `no leader yet for ${
-          topics
-            .filter((t) => !led(t))
-            .map((t) => t.name)
-            .join(', ') || 'some topics'
-        }`;
+        const waiting = topics.filter((t) => !led(t)).map((t) => t.name);
+        last = `no leader yet for ${waiting.join(', ') || 'some topics'}`;
       } catch (e) {
         if (!(e as { retriable?: boolean }).retriable) throw e;
         last = (e as Error).message;
