@@ -162,7 +162,11 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
     this.ownership.start();
     const fires = new MeteredFireRepository(this.pool, this.metrics);
     const publisher = new FirePublisher(this.producer, this.messaging.codecs, c.topics.fires);
-    const planOptions = { maxCatchUp: c.scheduler.maxCatchUp, herdJitterMs: c.scheduler.herdJitterMs };
+    const planOptions = {
+      maxCatchUp: c.scheduler.maxCatchUp,
+      herdJitterMs: c.scheduler.herdJitterMs,
+      lookaheadMs: c.scheduler.lookaheadMs,
+    };
     const planner: ClaimPlanner = ({ job, previousFireInFlight }, now) =>
       planDueOccurrences(job, job.nextNominalAt ?? now, now, planOptions, previousFireInFlight);
     const buckets = this.tenantBuckets();

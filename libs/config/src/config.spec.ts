@@ -45,6 +45,13 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ KAFKA_SASL_MECHANISM: 'plain' })).toThrow(/KAFKA_SASL_USERNAME is required/);
   });
 
+  it('keeps the lookahead within the outbox relay age', () => {
+    expect(loadConfig({ TICKWORK_LOOKAHEAD_MS: '5000' }).scheduler.lookaheadMs).toBe(5_000);
+    expect(() => loadConfig({ TICKWORK_LOOKAHEAD_MS: '6000' })).toThrow(
+      /TICKWORK_LOOKAHEAD_MS must not exceed TICKWORK_OUTBOX_RELAY_AGE_MS/,
+    );
+  });
+
   it('parses durations', () => {
     expect(parseDuration('250ms')).toBe(250);
     expect(parseDuration('5s')).toBe(5_000);

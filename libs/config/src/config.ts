@@ -177,6 +177,11 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
   if (config.executor.heartbeatMs >= config.executor.runLeaseMs) {
     r.problem('TICKWORK_RUN_HEARTBEAT_MS must be shorter than TICKWORK_RUN_LEASE_MS');
   }
+  // A crashed claimer's batch is relayed once it is this old: were that sooner than the lookahead,
+  // a fire claimed early could be published before its time.
+  if (config.scheduler.lookaheadMs > config.scheduler.outboxRelayAgeMs) {
+    r.problem('TICKWORK_LOOKAHEAD_MS must not exceed TICKWORK_OUTBOX_RELAY_AGE_MS');
+  }
   if (r.problems.length > 0) throw new ConfigError(r.problems);
   return deepFreeze(config);
 }

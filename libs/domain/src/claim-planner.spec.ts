@@ -50,6 +50,26 @@ describe('planDueOccurrences', () => {
     expect(p.fires).toHaveLength(1);
   });
 
+  it('plans an occurrence due within the lookahead, at its own time', () => {
+    const early = new Date('2026-01-01T00:00:00.400Z');
+    expect(planDueOccurrences(base, base.nextNominalAt!, early, opts).fires).toEqual([]);
+    const p = planDueOccurrences(base, base.nextNominalAt!, early, { ...opts, lookaheadMs: 1_000 });
+    expect(p.fires.map((f) => f.scheduledFor.toISOString())).toEqual(['2026-01-01T00:00:01.000Z']);
+    expect(p.next?.nominalTime.toISOString()).toBe('2026-01-01T00:00:02.000Z');
+  });
+
+  it('counts lateness from now, not from the lookahead horizon', () => {
+    // 1.5 s late is within the 2 s tolerance: a SKIP job still fires it, with or without lookahead.
+    const job: Job = { ...base, policies: { ...DEFAULT_POLICIES, misfire: 'SKIP' } };
+    const now = new Date('2026-01-01T00:00:02.500Z');
+    const p = planDueOccurrences(job, job.nextNominalAt!, now, { ...opts, lookaheadMs: 1_000 });
+    expect(p.skips).toEqual([]);
+    expect(p.fires.map((f) => f.nominalTime.toISOString())).toEqual([
+      '2026-01-01T00:00:01.000Z',
+      '2026-01-01T00:00:02.000Z',
+    ]);
+  });
+
   it('spreads a job with jitter deterministically inside its window', () => {
     const job: Job = { ...base, policies: { ...DEFAULT_POLICIES, jitterMs: 500 } };
     const a = planDueOccurrences(job, job.nextNominalAt!, new Date('2026-01-01T00:00:01.100Z'), opts);

@@ -19,6 +19,8 @@ export interface ClaimPlanOptions {
   readonly herdJitterMs: number;
   /** Lateness that is not a misfire (tick and claim latency). */
   readonly lateToleranceMs?: number;
+  /** Occurrences due up to this many ms after `now` are planned now (claimed early). */
+  readonly lookaheadMs?: number;
 }
 
 export interface PlannedOccurrence {
@@ -64,11 +66,15 @@ export function planDueOccurrences(
   opts: ClaimPlanOptions,
   previousFireInFlight = false,
 ): DueOccurrencePlan {
-  const plan = planMisfire(job.schedule, nominal, now, job.firesCount, {
+  // Planned as of the lookahead horizon; lateness and catch-up windows still count from `now`.
+  const lookahead = opts.lookaheadMs ?? 0;
+  const horizon = new Date(now.getTime() + lookahead);
+  const window = job.policies.catchUpWindowMs;
+  const plan = planMisfire(job.schedule, nominal, horizon, job.firesCount, {
     misfire: job.policies.misfire,
-    catchUpWindowMs: job.policies.catchUpWindowMs,
+    catchUpWindowMs: window === undefined || window === null ? window : window + lookahead,
     maxCatchUp: opts.maxCatchUp,
-    lateToleranceMs: opts.lateToleranceMs ?? DEFAULT_LATE_TOLERANCE_MS,
+    lateToleranceMs: (opts.lateToleranceMs ?? DEFAULT_LATE_TOLERANCE_MS) + lookahead,
   });
   const at = (d: Date) => occurrenceAt(job.jobId, job.schedule, job.policies.jitterMs, d, opts.herdJitterMs);
   const skips = plan.skipped.map((s) => ({
@@ -85,7 +91,7 @@ export function planDueOccurrences(
     // occurrence is computed with the fire count unchanged (max_fires is not spent on them).
     const next = nextFireAfter(
       job.schedule,
-      new Date(Math.max(last.getTime(), now.getTime())),
+      new Date(Math.max(last.getTime(), horizon.getTime())),
       job.firesCount,
     );
     return { fires: [], skips, next: next ? at(next) : null };

@@ -3,7 +3,7 @@
  * outbox + advance commit together), publish the fires, then mark them enqueued. A crash
  * between commit and publish leaves outbox rows that the shard's next owner re-publishes.
  */
-import { fairShares, type TenantTokenBuckets } from '@tickwork/domain';
+import { fairShares, type FireEvent, type TenantTokenBuckets } from '@tickwork/domain';
 import {
   probeOfShards,
   type ClaimPlanner,
@@ -19,6 +19,10 @@ export interface FireLoopOptions {
   readonly owner: string;
   readonly tickMs: number;
   readonly batchSize: number;
+  /**
+   * Occurrences due within this many ms are claimed now, and each is published when its scheduled
+   * time comes (by this process's clock): the claim's database work is done before the herd is due.
+   */
   readonly lookaheadMs: number;
   /** Outbox rows older than this are assumed orphaned by a dead claimer and re-published. */
   readonly relayAgeMs: number;
@@ -42,13 +46,33 @@ export interface FireLoopEvents {
   onError?(error: Error): void;
 }
 
+/** Batches a lane may hold for their time while it claims on (with lookahead). */
+const MAX_HELD_BATCHES = 4;
+
+/**
+ * Of fires sorted by scheduled time, from index `from`: where the run already due at `nowMs`
+ * ends, and when the first fire after it is due.
+ */
+export function dueRun(
+  sorted: readonly Pick<FireEvent, 'scheduledFor'>[],
+  from: number,
+  nowMs: number,
+): { readonly end: number; readonly nextAt: number } {
+  let end = from;
+  while (end < sorted.length && sorted[end]!.scheduledFor.getTime() <= nowMs) end++;
+  return { end, nextAt: end < sorted.length ? sorted[end]!.scheduledFor.getTime() : nowMs };
+}
+
 export class FireLoop {
   private running = false;
   private loop: Promise<void> | undefined;
   private wake: (() => void) | undefined;
   private lastRelay = 0;
-  /** The batch being published while the next one is claimed (at most one). */
-  private publishing: Promise<void> = Promise.resolve();
+  /**
+   * Batches being published while the next is claimed: at most one without lookahead; with it, a
+   * few, so a batch held for its time does not hold back one claimed after it that is due sooner.
+   */
+  private readonly publishing = new Set<Promise<void>>();
   /** The last claim filled its batch: claim again at once, probing only this lane's shards. */
   private followUp = false;
   private readonly dueProbe: SharedDueProbe;
@@ -82,7 +106,8 @@ export class FireLoop {
     this.running = false;
     this.wake?.();
     await this.loop;
-    await this.publishing;
+    // Fires claimed early still go out at their time: stopping waits at most the lookahead.
+    await Promise.all(this.publishing);
   }
 
   private async run(): Promise<void> {
@@ -170,21 +195,40 @@ export class FireLoop {
     if (result.fires.length > 0 || result.skipped > 0)
       this.events.onClaimed?.(result.fires, result.skipped, result.now);
     if (result.fires.length > 0) {
-      // Publishing overlaps the next claim: the database and Kafka work at the same time. One
-      // batch at most is in flight; a failed publish leaves its fires in the outbox for the relay.
-      await this.publishing;
-      this.publishing = this.enqueue(result.fires, false).catch((e: unknown) =>
-        this.events.onError?.(e as Error),
-      );
+      // Publishing overlaps the next claim: the database and Kafka work at the same time. A few
+      // batches at most are in flight; a failed publish leaves its fires in the outbox for the relay.
+      const inFlight = this.opts.lookaheadMs > 0 ? MAX_HELD_BATCHES : 1;
+      while (this.publishing.size >= inFlight) await Promise.race(this.publishing);
+      const publishing: Promise<void> = this.enqueue(result.fires, false)
+        .catch((e: unknown) => this.events.onError?.(e as Error))
+        .finally(() => this.publishing.delete(publishing));
+      this.publishing.add(publishing);
     }
     return result.saturated ? this.opts.batchSize : result.scanned;
   }
 
   private async enqueue(fires: readonly ClaimedFire[], relayed: boolean): Promise<void> {
-    await this.publisher.publish(fires.map((f) => f.event));
+    // A relayed batch is older than the relay age, which is at least the lookahead: all due.
+    if (relayed || this.opts.lookaheadMs === 0) await this.publisher.publish(fires.map((f) => f.event));
+    else await this.publishOnTime(fires);
     // Every fire of these batches was acknowledged: a claim or a relay publishes whole batches.
     await this.fires.markEnqueued(fires.map((f) => f.batchId));
     this.events.onEnqueued?.(fires, relayed);
+  }
+
+  /** Publishes each fire once its scheduled time has come, those due together in one send. */
+  private async publishOnTime(fires: readonly ClaimedFire[]): Promise<void> {
+    const events = fires
+      .map((f) => f.event)
+      .sort((a, b) => a.scheduledFor.getTime() - b.scheduledFor.getTime());
+    for (let from = 0; from < events.length; ) {
+      const nowMs = Date.now();
+      const { end, nextAt } = dueRun(events, from, nowMs);
+      if (end > from) {
+        await this.publisher.publish(events.slice(from, end));
+        from = end;
+      } else await new Promise((resolve) => setTimeout(resolve, nextAt - nowMs));
+    }
   }
 
   private sleep(ms: number): Promise<void> {

@@ -1,0 +1,94 @@
+/**
+ * Lookahead: occurrences are claimed up to TICKWORK_LOOKAHEAD_MS before they are due, and each
+ * fire is still published at its scheduled time, never before — the claim's database work is
+ * done before a herd is due. A batch held for later does not hold back one due sooner.
+ */
+import { startApp, type AppProcess } from '../support/apps';
+import { testDatabase, type TestDatabase } from '../support/db';
+import { eventually, freePort } from '../support/env';
+import { TopicTap } from '../support/kafka';
+import { seedJobs } from '../support/seed';
+
+const SHARDS = 4;
+const LOOKAHEAD_MS = 3_000;
+
+describe('scheduler lookahead', () => {
+  let db: TestDatabase;
+  let scheduler: AppProcess | undefined;
+  let tap: TopicTap | undefined;
+
+  beforeAll(async () => {
+    db = await testDatabase('lookahead');
+    scheduler = startApp(
+      'scheduler',
+      db.iso.env({
+        TICKWORK_SHARDS: String(SHARDS),
+        TICKWORK_TICK_MS: '100',
+        TICKWORK_LOOKAHEAD_MS: String(LOOKAHEAD_MS),
+      }),
+      await freePort(),
+    );
+    await scheduler.ready();
+    tap = await TopicTap.open(`${db.iso.topicPrefix}.fires`);
+  }, 120_000);
+
+  afterAll(async () => {
+    await tap?.close();
+    await scheduler?.stop();
+    await db.close();
+  });
+
+  it('claims early and publishes each fire at its time', async () => {
+    // Two herds 1.5 s apart: the second is claimed while the first is held for its time, and a
+    // third, due at once, is seeded while both are held.
+    const first = Date.now() + 5_000;
+    const herd = (prefix: string, at: number, count: number) =>
+      seedJobs(db.pool, {
+        prefix,
+        count,
+        shardCount: SHARDS,
+        schedule: () => ({ kind: 'once', at: new Date(at) }),
+        firstAt: () => new Date(at),
+        target: { type: 'kafka', topic: `${db.iso.topicPrefix}.unused`, key: null, headers: {} },
+      });
+    await herd('a', first, 300);
+    await herd('b', first + 1_500, 300);
+    await eventually(
+      'both herds claimed',
+      async () =>
+        Number((await db.pool.query<{ n: string }>('SELECT count(*) AS n FROM fires')).rows[0]!.n) === 600
+          ? true
+          : undefined,
+      15_000,
+    );
+    const urgent = Date.now();
+    expect(urgent).toBeLessThan(first - 500);
+    await herd('now', urgent, 20);
+
+    await eventually('620 fire messages', () => (tap!.messages.length >= 620 ? true : undefined), 30_000);
+    expect(tap!.messages).toHaveLength(620);
+    const { rows } = await db.pool.query<{ fire_id: string; scheduled_for: Date; claimed_at: Date }>(
+      `SELECT job_id || ':' || fence_token AS fire_id, scheduled_for, claimed_at FROM fires`,
+    );
+    const byId = new Map(rows.map((r) => [r.fire_id, r]));
+    for (const m of tap!.messages) {
+      const fire = byId.get(String(m.headers['tickwork-fire-id']))!;
+      expect(fire).toBeDefined();
+      const due = fire.scheduled_for.getTime();
+      // Never before its time, and promptly at it.
+      expect(m.timestamp).toBeGreaterThanOrEqual(due);
+      expect(m.timestamp).toBeLessThan(due + 1_000);
+    }
+    const claimedEarly = (prefix: string) =>
+      rows
+        .filter((r) => r.fire_id.startsWith(`${prefix}-`))
+        .map((r) => r.scheduled_for.getTime() - r.claimed_at.getTime());
+    // Claimed about LOOKAHEAD_MS before they were due; the urgent ones at once.
+    expect(Math.min(...claimedEarly('a'))).toBeGreaterThan(1_000);
+    expect(Math.min(...claimedEarly('b'))).toBeGreaterThan(1_000);
+    const urgentMessages = tap!.messages.filter((m) =>
+      String(m.headers['tickwork-fire-id']).startsWith('now-'),
+    );
+    expect(Math.max(...urgentMessages.map((m) => m.timestamp))).toBeLessThan(first);
+  }, 90_000);
+});
