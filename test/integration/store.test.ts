@@ -326,7 +326,7 @@ describe('schedule store', () => {
     expect((await probe()).held).toEqual([51]);
   });
 
-  it('refuses a second claim of the same occurrence (unique job_id + nominal_time)', async () => {
+  it('never fires an occurrence twice: a second claim of it fires nothing and leaves no empty batch', async () => {
     await jobs.insertJob({
       definition: definition('dup-occ'),
       shard: 4,
@@ -340,10 +340,27 @@ describe('schedule store', () => {
       skips: [],
       next: dueAt(job.nextNominalAt!),
     });
-    await fires.claimDueJobs({ owner: 'x', shards: [l!], limit: 10, lookaheadMs: 0 }, sameOccurrenceForever);
-    await expect(
-      fires.claimDueJobs({ owner: 'x', shards: [l!], limit: 10, lookaheadMs: 0 }, sameOccurrenceForever),
-    ).rejects.toThrow(/fires_occurrence_uq/);
+    const first = await fires.claimDueJobs(
+      { owner: 'x', shards: [l!], limit: 10, lookaheadMs: 0 },
+      sameOccurrenceForever,
+    );
+    expect(first.fires.map((f) => f.event.fireId)).toEqual(['dup-occ:1']);
+    // A schedule change after an early claim can plan the same occurrence again.
+    const again = await fires.claimDueJobs(
+      { owner: 'x', shards: [l!], limit: 10, lookaheadMs: 0 },
+      sameOccurrenceForever,
+    );
+    expect(again.fires).toEqual([]);
+    const rows = await db.pool.query<{ fence_token: number; batch_fires: number }>(
+      `SELECT f.fence_token, b.fires AS batch_fires
+         FROM fires f JOIN fire_batches b USING (batch_id) WHERE f.job_id = 'dup-occ'`,
+    );
+    expect(rows.rows).toEqual([{ fence_token: 1, batch_fires: 1 }]);
+    const batches = await db.pool.query(
+      `SELECT b.batch_id FROM fire_batches b WHERE b.shard = 4
+          AND NOT EXISTS (SELECT 1 FROM fires f WHERE f.batch_id = b.batch_id)`,
+    );
+    expect(batches.rows).toEqual([]);
   });
 
   it('claims fairly across tenants: a tenant with a big backlog cannot starve a small one', async () => {

@@ -404,7 +404,14 @@ export class FireRepository {
     // job's tenant, target and payload from the UPDATE's RETURNING, not from a second read of
     // the jobs, and the event snapshot is built by the server: binding it from here would send
     // megabytes of JSON per batch that the database already has.
-    const batches = await client.query<{ batch_id: string; shard: number }>(
+    // An occurrence that already has a fire (a schedule changed or a job re-created after its
+    // occurrence was claimed early) is not fired twice: its row is not inserted, and its event is
+    // returned among `refired` and dropped here.
+    const claimed = await client.query<{
+      batch_id: string | null;
+      shard: number | null;
+      refired: string | null;
+    }>(
       `WITH u AS (
          UPDATE jobs j
             SET fence_token = j.fence_token + v.n,
@@ -433,8 +440,14 @@ export class FireRepository {
            FROM unnest($6::text[], $7::bigint[], $8::timestamptz[], $9::timestamptz[], $10::jsonb[]) AS v(job_id, token, nominal, scheduled, trace)
            JOIN u ON u.job_id = v.job_id
            JOIN b ON b.shard = u.shard
+         ON CONFLICT (job_id, nominal_time) WHERE trigger = 'SCHEDULE' DO NOTHING
+         RETURNING job_id, fence_token
        )
-       SELECT batch_id, shard FROM b`,
+       SELECT batch_id, shard, NULL AS refired FROM b
+       UNION ALL
+       SELECT NULL, NULL, v.job_id || ':' || v.token
+         FROM unnest($6::text[], $7::bigint[]) AS v(job_id, token)
+        WHERE NOT EXISTS (SELECT 1 FROM f WHERE f.job_id = v.job_id AND f.fence_token = v.token)`,
       [
         upd.id,
         upd.n,
@@ -450,11 +463,16 @@ export class FireRepository {
         fires.map((f) => f.shard),
       ],
     );
-    const batchOfShard = new Map(batches.rows.map((r) => [r.shard, Number(r.batch_id)]));
+    const batchOfShard = new Map<number, number>();
+    const refired = new Set<string>();
+    for (const r of claimed.rows)
+      if (r.refired !== null) refired.add(r.refired);
+      else batchOfShard.set(r.shard!, Number(r.batch_id));
     for (let i = 0; i < fires.length; i++) {
       const f = fires[i]!;
       fires[i] = { ...f, batchId: batchOfShard.get(f.shard)! };
     }
+    if (refired.size > 0) await this.dropRefired(client, fires, refired);
     if (skip.id.length > 0) {
       await client.query(
         `INSERT INTO occurrence_skips (job_id, tenant_id, reason, first_nominal, last_nominal, occurrences)
@@ -472,6 +490,30 @@ export class FireRepository {
       scanned: dueJobs.length + broken.length,
       parked: broken.map((b) => b.jobId),
     };
+  }
+
+  /**
+   * Takes the occurrences that already had a fire out of `fires` (in place) and out of their
+   * batches' counts; a batch left with no fire is deleted, so no empty batch waits for a relay.
+   */
+  private async dropRefired(
+    client: PoolClient,
+    fires: ClaimedFire[],
+    refired: ReadonlySet<string>,
+  ): Promise<void> {
+    const dropped = new Map<number, number>();
+    for (let i = fires.length - 1; i >= 0; i--) {
+      const f = fires[i]!;
+      if (!refired.has(f.event.fireId)) continue;
+      dropped.set(f.batchId, (dropped.get(f.batchId) ?? 0) + 1);
+      fires.splice(i, 1);
+    }
+    await client.query(
+      `WITH d AS (SELECT * FROM unnest($1::bigint[], $2::int[]) AS d(batch_id, n)),
+            emptied AS (DELETE FROM fire_batches b USING d WHERE b.batch_id = d.batch_id AND b.fires <= d.n)
+       UPDATE fire_batches b SET fires = b.fires - d.n FROM d WHERE b.batch_id = d.batch_id AND b.fires > d.n`,
+      [[...dropped.keys()], [...dropped.values()]],
+    );
   }
 
   /**
