@@ -177,6 +177,8 @@ function w1w4Section(r: SuiteResults, losses: string[]): string[] {
   const lines = [
     '## W1 / W4 — store scale and cost of a big store',
     '',
+    `Idle: ${config.w4.idleSeconds} s sampled once every system's processes have run ${config.w4.settleSeconds} s after they were ready.`,
+    '',
     '| system | stored | bulk store rate /s | idle CPU % of a core (workers) | idle Redis cmd/s | idle PG xact/s | herd of ' +
       `${config.w4.herd.toLocaleString('en')} on top: drain s, p99 ms | RSS max MB (per process) |`,
     '|---|---|---|---|---|---|---|---|',

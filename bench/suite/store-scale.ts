@@ -58,7 +58,7 @@ export async function tickworkStoreScale(
     const small = await timedScan(t, stored);
     console.log(`  due-scan with ${stored} stored: p50 ${small.p50Ms.toFixed(1)} ms`);
     await t.startApps();
-    const idleCost = await idle(t, config.w4.idleSeconds);
+    const idleCost = await idle(t, config.w4.idleSeconds, config.w4.settleSeconds);
     console.log(`  idle with ${stored} stored: ${idleCost.cpuPctTotalMean}% CPU`);
     const herdOnTop = await herd(t, router, config.w4.herd);
     console.log(`  herd of ${config.w4.herd} on top: drained in ${herdOnTop.drainMs} ms`);
@@ -89,7 +89,7 @@ export async function peerStoreScale(c: Contender, router: ExecutionRouter): Pro
     await c.preloadBackground(n);
     const preloadPerSec = Math.round((n * 1000) / (Date.now() - started));
     console.log(`  preloaded ${n} delayed jobs at ${preloadPerSec}/s`);
-    const idleCost = await idle(c, config.w4.idleSeconds);
+    const idleCost = await idle(c, config.w4.idleSeconds, config.w4.settleSeconds);
     console.log(`  idle with ${n} stored: ${idleCost.cpuPctTotalMean}% CPU`);
     const herdOnTop = await herd(c, router, config.w4.herd);
     console.log(`  herd of ${config.w4.herd} on top: drained in ${herdOnTop.drainMs} ms`);

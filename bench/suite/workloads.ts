@@ -140,8 +140,13 @@ export async function rateStep(
   };
 }
 
-/** Resources while nothing is due: what a loaded but idle system costs. */
-export async function idle(c: Contender, seconds: number): Promise<ResourceSummary> {
+/**
+ * Resources while nothing is due: what a loaded but idle system costs. Sampling starts
+ * `settleSeconds` after the processes are up, so their start-up work (module loading, compiling
+ * hot code, group joins) is not counted as idle cost.
+ */
+export async function idle(c: Contender, seconds: number, settleSeconds = 0): Promise<ResourceSummary> {
+  await sleep(settleSeconds * 1000);
   const sampler = new ResourceSampler(c.processes());
   sampler.start();
   await sleep(seconds * 1000);

@@ -48,6 +48,8 @@ export interface FireLoopEvents {
 
 /** Batches a lane may hold for their time while it claims on (with lookahead). */
 const MAX_HELD_BATCHES = 4;
+/** A held fire waits this much past its time, so fires due a few ms apart share one send. */
+const RELEASE_GRAIN_MS = 10;
 
 /**
  * Of fires sorted by scheduled time, from index `from`: where the run already due at `nowMs`
@@ -216,18 +218,24 @@ export class FireLoop {
     this.events.onEnqueued?.(fires, relayed);
   }
 
-  /** Publishes each fire once its scheduled time has come, those due together in one send. */
+  /**
+   * Publishes each fire once its scheduled time has come, those due together in one send. The
+   * messages are encoded before the wait, so a herd due at one instant goes out at once.
+   */
   private async publishOnTime(fires: readonly ClaimedFire[]): Promise<void> {
     const events = fires
       .map((f) => f.event)
       .sort((a, b) => a.scheduledFor.getTime() - b.scheduledFor.getTime());
+    const encoded = await this.publisher.encodeAhead(events);
     for (let from = 0; from < events.length; ) {
       const nowMs = Date.now();
       const { end, nextAt } = dueRun(events, from, nowMs);
       if (end > from) {
-        await this.publisher.publish(events.slice(from, end));
+        await (encoded
+          ? this.publisher.sendEncoded(encoded.slice(from, end))
+          : this.publisher.publish(events.slice(from, end)));
         from = end;
-      } else await new Promise((resolve) => setTimeout(resolve, nextAt - nowMs));
+      } else await new Promise((resolve) => setTimeout(resolve, nextAt - nowMs + RELEASE_GRAIN_MS));
     }
   }
 

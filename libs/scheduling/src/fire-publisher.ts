@@ -69,9 +69,26 @@ export class FirePublisher {
     }
   }
 
+  /**
+   * Encodes fires to be sent later with sendEncoded (fires claimed ahead of their time), or
+   * returns undefined when spans are recorded: a send span must start when the fire is sent.
+   */
+  async encodeAhead(fires: readonly FireEvent[]): Promise<OutboundMessage[] | undefined> {
+    return spansRecorded() ? undefined : this.encodeUntraced(fires);
+  }
+
+  /** Sends messages from encodeAhead, resolving once Kafka acknowledged every one. */
+  async sendEncoded(messages: readonly OutboundMessage[]): Promise<void> {
+    if (messages.length > 0) await this.producer.send([{ topic: this.topic, messages }]);
+  }
+
   /** publish() when spans are not recorded: each message carries the context its fire is bound to. */
   private async publishUntraced(fires: readonly FireEvent[]): Promise<void> {
-    const messages: OutboundMessage[] = await Promise.all(
+    await this.producer.send([{ topic: this.topic, messages: await this.encodeUntraced(fires) }]);
+  }
+
+  private encodeUntraced(fires: readonly FireEvent[]): Promise<OutboundMessage[]> {
+    return Promise.all(
       fires.map(async (f) => ({
         key: f.jobId,
         value: await this.codecs.encodeFire(this.topic, f),
@@ -82,6 +99,5 @@ export class FirePublisher {
         },
       })),
     );
-    await this.producer.send([{ topic: this.topic, messages }]);
   }
 }
