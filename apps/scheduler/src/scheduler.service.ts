@@ -21,6 +21,7 @@ import { LazyKafkaAdmin, openMessaging, type Messaging } from '@tickwork/runtime
 import {
   FireLoop,
   FirePublisher,
+  releaseThrough,
   ShardOwnership,
   SharedDueProbe,
   type FireLoopEvents,
@@ -179,6 +180,8 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
       relayAgeMs: c.scheduler.outboxRelayAgeMs,
       maxAgeMs: c.scheduler.tickMs / 2,
     });
+    // Fires claimed early (lookahead) wait in one place, so all lanes' due fires share a send.
+    const release = releaseThrough(publisher);
     this.loops = Array.from(
       { length: lanes },
       (_, index) =>
@@ -196,6 +199,7 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
             ...buckets,
             lane: { index, count: lanes },
             dueProbe,
+            release,
           },
           this.fireLoopEvents(),
         ),

@@ -3,7 +3,7 @@
  * outbox + advance commit together), publish the fires, then mark them enqueued. A crash
  * between commit and publish leaves outbox rows that the shard's next owner re-publishes.
  */
-import { fairShares, type FireEvent, type TenantTokenBuckets } from '@tickwork/domain';
+import { fairShares, type TenantTokenBuckets } from '@tickwork/domain';
 import {
   probeOfShards,
   type ClaimPlanner,
@@ -12,6 +12,7 @@ import {
   type FireRepository,
 } from '@tickwork/store';
 import type { FirePublisher } from './fire-publisher';
+import { OnTimeRelease } from './on-time-release';
 import { SharedDueProbe } from './shared-due-probe';
 import type { ShardOwnership } from './shard-ownership';
 
@@ -35,6 +36,8 @@ export interface FireLoopOptions {
   readonly lane?: { readonly index: number; readonly count: number };
   /** The instance's probe, shared by its lanes; absent = this loop probes for itself. */
   readonly dueProbe?: SharedDueProbe;
+  /** Where fires claimed early wait for their time, shared by the lanes; absent = this loop's own. */
+  readonly release?: OnTimeRelease;
 }
 
 export interface FireLoopEvents {
@@ -48,22 +51,8 @@ export interface FireLoopEvents {
 
 /** Batches a lane may hold for their time while it claims on (with lookahead). */
 const MAX_HELD_BATCHES = 4;
-/** A held fire waits this much past its time, so fires due a few ms apart share one send. */
-const RELEASE_GRAIN_MS = 10;
-
-/**
- * Of fires sorted by scheduled time, from index `from`: where the run already due at `nowMs`
- * ends, and when the first fire after it is due.
- */
-export function dueRun(
-  sorted: readonly Pick<FireEvent, 'scheduledFor'>[],
-  from: number,
-  nowMs: number,
-): { readonly end: number; readonly nextAt: number } {
-  let end = from;
-  while (end < sorted.length && sorted[end]!.scheduledFor.getTime() <= nowMs) end++;
-  return { end, nextAt: end < sorted.length ? sorted[end]!.scheduledFor.getTime() : nowMs };
-}
+/** A held fire may wait this much past its time, so fires due a few ms apart share one send. */
+const RELEASE_GRACE_MS = 10;
 
 export class FireLoop {
   private running = false;
@@ -78,6 +67,7 @@ export class FireLoop {
   /** The last claim filled its batch: claim again at once, probing only this lane's shards. */
   private followUp = false;
   private readonly dueProbe: SharedDueProbe;
+  private readonly release: OnTimeRelease;
 
   constructor(
     private readonly fires: FireRepository,
@@ -95,6 +85,7 @@ export class FireLoop {
         relayAgeMs: opts.relayAgeMs,
         maxAgeMs: opts.tickMs / 2,
       });
+    this.release = opts.release ?? releaseThrough(publisher);
   }
 
   start(): void {
@@ -218,25 +209,12 @@ export class FireLoop {
     this.events.onEnqueued?.(fires, relayed);
   }
 
-  /**
-   * Publishes each fire once its scheduled time has come, those due together in one send. The
-   * messages are encoded before the wait, so a herd due at one instant goes out at once.
-   */
+  /** Publishes each fire once its scheduled time has come; encoded before the wait. */
   private async publishOnTime(fires: readonly ClaimedFire[]): Promise<void> {
     const events = fires
       .map((f) => f.event)
       .sort((a, b) => a.scheduledFor.getTime() - b.scheduledFor.getTime());
-    const encoded = await this.publisher.encodeAhead(events);
-    for (let from = 0; from < events.length; ) {
-      const nowMs = Date.now();
-      const { end, nextAt } = dueRun(events, from, nowMs);
-      if (end > from) {
-        await (encoded
-          ? this.publisher.sendEncoded(encoded.slice(from, end))
-          : this.publisher.publish(events.slice(from, end)));
-        from = end;
-      } else await new Promise((resolve) => setTimeout(resolve, nextAt - nowMs + RELEASE_GRAIN_MS));
-    }
+    await this.release.hold(events, await this.publisher.encodeAhead(events));
   }
 
   private sleep(ms: number): Promise<void> {
@@ -248,4 +226,14 @@ export class FireLoop {
       };
     });
   }
+}
+
+/** The release of fires claimed early, sent through `publisher` (shared by an instance's lanes). */
+export function releaseThrough(publisher: FirePublisher): OnTimeRelease {
+  return new OnTimeRelease(
+    {
+      send: (events, encoded) => (encoded ? publisher.sendEncoded(encoded) : publisher.publish(events)),
+    },
+    RELEASE_GRACE_MS,
+  );
 }

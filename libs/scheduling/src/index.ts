@@ -1,4 +1,4 @@
 export { ShardOwnership, type OwnershipEvents } from './shard-ownership';
 export { FirePublisher } from './fire-publisher';
-export { FireLoop, type FireLoopOptions, type FireLoopEvents } from './fire-loop';
+export { FireLoop, releaseThrough, type FireLoopOptions, type FireLoopEvents } from './fire-loop';
 export { SharedDueProbe, type SharedDueProbeOptions } from './shared-due-probe';
