@@ -244,10 +244,12 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
         this.metrics.fencedOut(shards);
         this.log.warn(`claim fenced out of shards [${shards.join(', ')}]`);
       },
-      onEnqueued: (f, relayed) => {
+      onEnqueued: (f, relayed, ackedAtMs) => {
         this.metrics.enqueued(
           f.map((x) => x.event),
           relayed,
+          Date.now(),
+          ackedAtMs,
         );
         if (relayed) this.log.log(`re-enqueued ${f.length} orphaned fires from the outbox`);
         this.logFires(relayed ? 'fire re-enqueued from the outbox' : 'fire enqueued', f);

@@ -42,7 +42,8 @@ export interface FireLoopOptions {
 
 export interface FireLoopEvents {
   onClaimed?(fires: readonly ClaimedFire[], skipped: number, dbNow: Date): void;
-  onEnqueued?(fires: readonly ClaimedFire[], relayed: boolean): void;
+  /** `ackedAtMs`, when given: when Kafka acknowledged each fire (fires held for their time). */
+  onEnqueued?(fires: readonly ClaimedFire[], relayed: boolean, ackedAtMs?: readonly number[]): void;
   onFencedOut?(shards: readonly number[]): void;
   /** Tenants whose rate cap held back due work this tick. */
   onDeferred?(tenantIds: readonly string[]): void;
@@ -202,19 +203,26 @@ export class FireLoop {
 
   private async enqueue(fires: readonly ClaimedFire[], relayed: boolean): Promise<void> {
     // A relayed batch is older than the relay age, which is at least the lookahead: all due.
-    if (relayed || this.opts.lookaheadMs === 0) await this.publisher.publish(fires.map((f) => f.event));
-    else await this.publishOnTime(fires);
-    // Every fire of these batches was acknowledged: a claim or a relay publishes whole batches.
-    await this.fires.markEnqueued(fires.map((f) => f.batchId));
-    this.events.onEnqueued?.(fires, relayed);
+    if (relayed || this.opts.lookaheadMs === 0) {
+      await this.publisher.publish(fires.map((f) => f.event));
+      await this.confirm(fires, relayed);
+      return;
+    }
+    // Held for their time: sent in the order they come due.
+    const sorted = [...fires].sort((a, b) => a.event.scheduledFor.getTime() - b.event.scheduledFor.getTime());
+    const events = sorted.map((f) => f.event);
+    const ackedAt = await this.release.hold(events, await this.publisher.encodeAhead(events));
+    await this.confirm(sorted, relayed, ackedAt);
   }
 
-  /** Publishes each fire once its scheduled time has come; encoded before the wait. */
-  private async publishOnTime(fires: readonly ClaimedFire[]): Promise<void> {
-    const events = fires
-      .map((f) => f.event)
-      .sort((a, b) => a.scheduledFor.getTime() - b.scheduledFor.getTime());
-    await this.release.hold(events, await this.publisher.encodeAhead(events));
+  private async confirm(
+    fires: readonly ClaimedFire[],
+    relayed: boolean,
+    ackedAtMs?: readonly number[],
+  ): Promise<void> {
+    // Every fire of these batches was acknowledged: a claim or a relay publishes whole batches.
+    await this.fires.markEnqueued(fires.map((f) => f.batchId));
+    this.events.onEnqueued?.(fires, relayed, ackedAtMs);
   }
 
   private sleep(ms: number): Promise<void> {

@@ -16,7 +16,9 @@ interface HeldBatch {
   readonly events: readonly FireEvent[];
   readonly encoded: readonly OutboundMessage[] | undefined;
   next: number;
-  readonly done: () => void;
+  /** When Kafka acknowledged each fire sent so far (epoch ms). */
+  readonly ackedAt: number[];
+  readonly done: (ackedAt: readonly number[]) => void;
   readonly failed: (e: unknown) => void;
 }
 
@@ -48,13 +50,13 @@ export class OnTimeRelease {
 
   /**
    * Holds `events` (sorted by scheduled time; `encoded` in the same order, if given) until each is
-   * due; resolves once all were sent, rejects if a send holding some of them failed (the rest are
-   * then not sent).
+   * due; resolves once all were sent, with when each was acknowledged; rejects if a send holding
+   * some of them failed (the rest are then not sent).
    */
-  hold(events: readonly FireEvent[], encoded?: readonly OutboundMessage[]): Promise<void> {
-    if (events.length === 0) return Promise.resolve();
-    return new Promise<void>((done, failed) => {
-      this.held.add({ events, encoded, next: 0, done, failed });
+  hold(events: readonly FireEvent[], encoded?: readonly OutboundMessage[]): Promise<readonly number[]> {
+    if (events.length === 0) return Promise.resolve([]);
+    return new Promise<readonly number[]>((done, failed) => {
+      this.held.add({ events, encoded, next: 0, ackedAt: [], done, failed });
       this.schedule();
     });
   }
@@ -96,11 +98,13 @@ export class OnTimeRelease {
     }
     try {
       if (events.length > 0) await this.sink.send(events, allEncoded ? encoded : undefined);
+      const ackedAt = this.now();
       for (const { batch, end } of parts) {
+        for (let i = batch.next; i < end; i++) batch.ackedAt.push(ackedAt);
         batch.next = end;
         if (end === batch.events.length) {
           this.held.delete(batch);
-          batch.done();
+          batch.done(batch.ackedAt);
         }
       }
     } catch (e) {

@@ -202,18 +202,20 @@ export class SchedulerMetrics {
     if (n > 0) this.parkedCount.add(n);
   }
 
-  /** Records enqueue lateness and counts confirmed fires. */
+  /** Records enqueue lateness (from `ackedAtMs[i]` when given, else `nowMs`) and counts confirmed fires. */
   enqueued(
     fires: readonly Pick<FireIdentity, 'tenantId' | 'scheduledFor'>[],
     relayed: boolean,
     nowMs = Date.now(),
+    ackedAtMs?: readonly number[],
   ): void {
     const counts = new Map<string, number>();
-    for (const f of fires) {
+    fires.forEach((f, i) => {
       const tenant = this.tenants.label(f.tenantId, 0);
       counts.set(tenant, (counts.get(tenant) ?? 0) + 1);
-      this.lateness.record(seconds(nowMs - f.scheduledFor.getTime()), { [Attr.Tenant]: tenant });
-    }
+      const at = ackedAtMs?.[i] ?? nowMs;
+      this.lateness.record(seconds(at - f.scheduledFor.getTime()), { [Attr.Tenant]: tenant });
+    });
     for (const [tenant, n] of counts)
       this.enqueuedCount.add(n, { [Attr.Tenant]: tenant, [Attr.RelayedLabel]: String(relayed) });
   }
