@@ -58,6 +58,35 @@ describe('planDueOccurrences', () => {
     expect(p.next?.nominalTime.toISOString()).toBe('2026-01-01T00:00:02.000Z');
   });
 
+  it('coalesces only what was missed before now: occurrences within the lookahead fire on their own', () => {
+    const everySecond: Job = {
+      ...base,
+      schedule: { kind: 'interval', everyMs: 1_000, anchor: new Date('2026-01-01T00:00:00Z') },
+      policies: { ...DEFAULT_POLICIES, misfire: 'FIRE_ONCE' },
+    };
+    // Down since 00:00:01; now 00:00:10.500; looking 2 s ahead.
+    const now = new Date('2026-01-01T00:00:10.500Z');
+    const p = planDueOccurrences(everySecond, everySecond.nextNominalAt!, now, {
+      ...opts,
+      lookaheadMs: 2_000,
+    });
+    expect(p.fires.map((f) => f.nominalTime.toISOString())).toEqual([
+      '2026-01-01T00:00:10.000Z',
+      '2026-01-01T00:00:11.000Z',
+      '2026-01-01T00:00:12.000Z',
+    ]);
+    expect(p.skips.map((s) => [s.reason, s.occurrences])).toEqual([['COALESCED', 9]]);
+    expect(p.next?.nominalTime.toISOString()).toBe('2026-01-01T00:00:13.000Z');
+  });
+
+  it('does not look ahead for an overlap FORBID job', () => {
+    const job: Job = { ...base, policies: { ...DEFAULT_POLICIES, overlap: 'FORBID' } };
+    const early = new Date('2026-01-01T00:00:00.400Z');
+    const p = planDueOccurrences(job, job.nextNominalAt!, early, { ...opts, lookaheadMs: 1_000 });
+    expect(p.fires).toEqual([]);
+    expect(p.next?.nominalTime.toISOString()).toBe('2026-01-01T00:00:01.000Z');
+  });
+
   it('counts lateness from now, not from the lookahead horizon', () => {
     // 1.5 s late is within the 2 s tolerance: a SKIP job still fires it, with or without lookahead.
     const job: Job = { ...base, policies: { ...DEFAULT_POLICIES, misfire: 'SKIP' } };

@@ -66,16 +66,31 @@ export function planDueOccurrences(
   opts: ClaimPlanOptions,
   previousFireInFlight = false,
 ): DueOccurrencePlan {
-  // Planned as of the lookahead horizon; lateness and catch-up windows still count from `now`.
-  const lookahead = opts.lookaheadMs ?? 0;
-  const horizon = new Date(now.getTime() + lookahead);
-  const window = job.policies.catchUpWindowMs;
-  const plan = planMisfire(job.schedule, nominal, horizon, job.firesCount, {
+  const rules = {
     misfire: job.policies.misfire,
-    catchUpWindowMs: window === undefined || window === null ? window : window + lookahead,
+    catchUpWindowMs: job.policies.catchUpWindowMs,
     maxCatchUp: opts.maxCatchUp,
-    lateToleranceMs: (opts.lateToleranceMs ?? DEFAULT_LATE_TOLERANCE_MS) + lookahead,
-  });
+    lateToleranceMs: opts.lateToleranceMs ?? DEFAULT_LATE_TOLERANCE_MS,
+  };
+  // Misfire policy, catch-up window and lateness apply as of `now`.
+  let plan = planMisfire(job.schedule, nominal, now, job.firesCount, rules);
+  // The occurrences after `now` within the lookahead are on time: each is a fire of its own. Not
+  // for FORBID jobs: whether the previous fire is still running is known only for `now`.
+  const lookahead = job.policies.overlap === 'FORBID' ? 0 : (opts.lookaheadMs ?? 0);
+  const horizon = new Date(now.getTime() + lookahead);
+  if (lookahead > 0 && plan.nextRunAt && plan.nextRunAt.getTime() <= horizon.getTime()) {
+    const ahead = planMisfire(job.schedule, plan.nextRunAt, horizon, plan.firesSoFar, {
+      ...rules,
+      catchUpWindowMs: null,
+      lateToleranceMs: lookahead,
+    });
+    plan = {
+      fires: [...plan.fires, ...ahead.fires],
+      skipped: [...plan.skipped, ...ahead.skipped],
+      nextRunAt: ahead.nextRunAt,
+      firesSoFar: ahead.firesSoFar,
+    };
+  }
   const at = (d: Date) => occurrenceAt(job.jobId, job.schedule, job.policies.jitterMs, d, opts.herdJitterMs);
   const skips = plan.skipped.map((s) => ({
     reason: s.reason as string,
@@ -91,7 +106,7 @@ export function planDueOccurrences(
     // occurrence is computed with the fire count unchanged (max_fires is not spent on them).
     const next = nextFireAfter(
       job.schedule,
-      new Date(Math.max(last.getTime(), horizon.getTime())),
+      new Date(Math.max(last.getTime(), now.getTime())),
       job.firesCount,
     );
     return { fires: [], skips, next: next ? at(next) : null };
