@@ -350,6 +350,27 @@ export class ClusterGauges {
   }
 }
 
+/**
+ * A counter summed here and read by the exporter when it collects: one map update per count
+ * instead of an SDK record (which hashes the attributes every time) — for counts made per fire.
+ */
+class TalliedCounter {
+  private readonly tallies = new Map<string, { readonly attributes: Attributes; value: number }>();
+
+  constructor(m: Meter, name: string, description: string) {
+    m.createObservableCounter(name, { description, valueType: ValueType.INT }).addCallback((r) => {
+      for (const t of this.tallies.values()) r.observe(t.value, t.attributes);
+    });
+  }
+
+  /** Adds `n` under `key`, which stands for the attributes `attributes()` builds. */
+  add(n: number, key: string, attributes: () => Attributes): void {
+    const t = this.tallies.get(key);
+    if (t) t.value += n;
+    else this.tallies.set(key, { attributes: attributes(), value: n });
+  }
+}
+
 /** One attempt's result, as the executor publishes it (structurally the domain's FireResult). */
 export interface AttemptRecord {
   readonly tenantId: string;
@@ -368,18 +389,21 @@ export class ExecutorMetrics {
     unit: 's',
     advice: { explicitBucketBoundaries: [...LATENESS_BUCKETS_SECONDS] },
   });
-  private readonly executed = this.m.createCounter(METRICS.firesExecuted, {
-    description: 'Attempts that ran to an outcome, by tenant and outcome',
-    valueType: ValueType.INT,
-  });
-  private readonly succeeded = this.m.createCounter(METRICS.firesSucceeded, {
-    description: 'Fires whose target call succeeded, by tenant',
-    valueType: ValueType.INT,
-  });
-  private readonly retried = this.m.createCounter(METRICS.firesRetried, {
-    description: 'Attempts handed to a retry tier, by tenant',
-    valueType: ValueType.INT,
-  });
+  private readonly executed = new TalliedCounter(
+    this.m,
+    METRICS.firesExecuted,
+    'Attempts that ran to an outcome, by tenant and outcome',
+  );
+  private readonly succeeded = new TalliedCounter(
+    this.m,
+    METRICS.firesSucceeded,
+    'Fires whose target call succeeded, by tenant',
+  );
+  private readonly retried = new TalliedCounter(
+    this.m,
+    METRICS.firesRetried,
+    'Attempts handed to a retry tier, by tenant',
+  );
   private readonly deadLetteredCount = this.m.createCounter(METRICS.firesDeadLettered, {
     description: 'Fires sent to the dead-letter topic, by tenant and reason',
     valueType: ValueType.INT,
@@ -417,12 +441,17 @@ export class ExecutorMetrics {
 
   /** An attempt ran to an outcome: counts it, and the start lateness of first attempts. */
   attempted(result: AttemptRecord): void {
-    const tenant: Attributes = { [Attr.Tenant]: this.tenants.label(result.tenantId) };
+    const label = this.tenants.label(result.tenantId);
+    const tenant = (): Attributes => ({ [Attr.Tenant]: label });
     if (result.attempt <= 1)
-      this.lateness.record(seconds(result.startedAt.getTime() - result.scheduledFor.getTime()), tenant);
-    this.executed.add(1, { ...tenant, [Attr.OutcomeLabel]: result.outcome });
-    if (result.outcome === 'SUCCEEDED') this.succeeded.add(1, tenant);
-    if (result.outcome === 'RETRYING') this.retried.add(1, tenant);
+      this.lateness.record(seconds(result.startedAt.getTime() - result.scheduledFor.getTime()), tenant());
+    const outcome = result.outcome;
+    this.executed.add(1, `${label}\u0000${outcome}`, () => ({
+      [Attr.Tenant]: label,
+      [Attr.OutcomeLabel]: outcome,
+    }));
+    if (outcome === 'SUCCEEDED') this.succeeded.add(1, label, tenant);
+    if (outcome === 'RETRYING') this.retried.add(1, label, tenant);
   }
 
   /** Counts a dead letter (from an attempt, or an undecodable or too old delivery). */
