@@ -24,6 +24,7 @@ import type {
   TopicDescription,
   TopicSpec,
 } from '../ports';
+import { leanProduceRequests } from './produce-request';
 import { sizeRecordBuffers } from './record-encoding';
 import { fixIdleRequestQueueLoop } from './request-queue-idle';
 
@@ -55,6 +56,7 @@ const LEVEL_NAMES = {
 export function createKafkaBus(conn: KafkaConnection, log?: BusLogger): MessageBus {
   fixIdleRequestQueueLoop();
   sizeRecordBuffers();
+  leanProduceRequests();
   const config: KafkajsConfig = {
     clientId: conn.clientId,
     brokers: [...conn.brokers],

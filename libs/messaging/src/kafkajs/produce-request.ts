@@ -1,0 +1,176 @@
+/**
+ * kafkajs 2.2.4's produce request (v3, which v4–v7 reuse) copies every message into a new object
+ * (`{ ...message, offsetDelta, timestampDelta }`) before encoding it as a record: in an executor
+ * that is a few percent of its CPU, two records per fire. This is the same request, byte for byte,
+ * passing each record's fields to the record encoder without the copy. It stands in for kafkajs's
+ * module, as record-encoding.ts does for the record encoder, and must be installed after it.
+ */
+
+const PRODUCE_MODULE = 'kafkajs/src/protocol/requests/produce/v3/request';
+
+type HeaderValue = string | Buffer;
+
+/** A message as kafkajs's producer hands it to the produce request. */
+interface ProduceMessage {
+  readonly key?: string | Buffer | null;
+  readonly value?: string | Buffer | null;
+  readonly headers?: Readonly<Record<string, HeaderValue | HeaderValue[] | undefined>>;
+  readonly timestamp?: string | number | null;
+}
+
+interface PartitionData {
+  readonly partition: number;
+  readonly firstSequence?: number;
+  readonly messages: readonly ProduceMessage[];
+}
+
+interface TopicData {
+  readonly topic: string;
+  readonly partitions: readonly PartitionData[];
+}
+
+/** The arguments kafkajs's producer passes to a produce request. */
+export interface ProduceRequestArgs {
+  readonly acks: number;
+  readonly timeout: number;
+  readonly transactionalId?: string | null;
+  readonly producerId?: unknown;
+  readonly producerEpoch?: number;
+  readonly compression?: number;
+  readonly topicData: readonly TopicData[];
+}
+
+/** The part of kafkajs's Encoder used here. */
+interface Encoder {
+  readonly buffer: Buffer;
+  writeInt16(v: number): Encoder;
+  writeInt32(v: number): Encoder;
+  writeString(v: string | null): Encoder;
+  writeArray(v: readonly Encoder[]): Encoder;
+  writeEncoder(v: Encoder): Encoder;
+  size(): number;
+}
+
+interface KafkajsParts {
+  readonly Encoder: new () => Encoder;
+  readonly Long: { fromInt(v: number): unknown };
+  readonly apiKey: number;
+  readonly noCompression: number;
+  readonly Record: (fields: {
+    offsetDelta: number;
+    timestampDelta: number;
+    key: ProduceMessage['key'];
+    value: ProduceMessage['value'];
+    headers: ProduceMessage['headers'];
+  }) => Encoder;
+  readonly RecordBatch: (args: Record<string, unknown>) => Promise<Encoder>;
+}
+
+/* eslint-disable @typescript-eslint/no-require-imports -- kafkajs's internal modules, loaded on demand */
+function kafkajsParts(): KafkajsParts {
+  const base = 'kafkajs/src/protocol';
+  return {
+    Encoder: require(`${base}/encoder`) as KafkajsParts['Encoder'],
+    Long: require('kafkajs/src/utils/long') as KafkajsParts['Long'],
+    apiKey: (require(`${base}/requests/apiKeys`) as { Produce: number }).Produce,
+    noCompression: (require(`${base}/message/compression`) as { Types: { None: number } }).Types.None,
+    Record: require(`${base}/recordBatch/record/v0`) as KafkajsParts['Record'],
+    RecordBatch: (require(`${base}/recordBatch/v0`) as { RecordBatch: KafkajsParts['RecordBatch'] })
+      .RecordBatch,
+  };
+}
+/* eslint-enable @typescript-eslint/no-require-imports */
+
+/** kafkajs's produce request v3 factory, without the per-message copy. */
+export function produceRequestV3(parts: KafkajsParts = kafkajsParts()) {
+  const { Encoder: KafkaEncoder, Long, apiKey, noCompression, Record, RecordBatch } = parts;
+
+  const encodePartition = async (
+    { partition, firstSequence, messages }: PartitionData,
+    compression: number,
+    transactionalId: string | null,
+    producerId: unknown,
+    producerEpoch: number,
+  ): Promise<Encoder> => {
+    const dateNow = Date.now();
+    // As kafkajs does: the given timestamps, sorted as it sorts them (as strings).
+    const given = messages.map((m) => m.timestamp).filter((t) => t != null) as (string | number)[];
+    given.sort();
+    const timestamps = given.length === 0 ? [dateNow] : given;
+    const firstTimestamp = timestamps[0]!;
+    const maxTimestamp = timestamps[timestamps.length - 1]!;
+    const records = new Array<Encoder>(messages.length);
+    for (let i = 0; i < messages.length; i++) {
+      const m = messages[i]!;
+      records[i] = Record({
+        offsetDelta: i,
+        timestampDelta: Number(m.timestamp || dateNow) - Number(firstTimestamp),
+        key: m.key,
+        value: m.value,
+        headers: m.headers,
+      });
+    }
+    const recordBatch = await RecordBatch({
+      compression,
+      records,
+      firstTimestamp,
+      maxTimestamp,
+      producerId,
+      producerEpoch,
+      firstSequence,
+      transactional: !!transactionalId,
+      lastOffsetDelta: records.length - 1,
+    });
+    return new KafkaEncoder().writeInt32(partition).writeInt32(recordBatch.size()).writeEncoder(recordBatch);
+  };
+
+  return ({
+    acks,
+    timeout,
+    transactionalId = null,
+    producerId = Long.fromInt(-1),
+    producerEpoch = 0,
+    compression = noCompression,
+    topicData,
+  }: ProduceRequestArgs) => ({
+    apiKey,
+    apiVersion: 3,
+    apiName: 'Produce',
+    expectResponse: () => acks !== 0,
+    encode: async () => {
+      const topics: Encoder[] = [];
+      for (const { topic, partitions } of topicData) {
+        const encoded: Encoder[] = [];
+        for (const p of partitions)
+          encoded.push(await encodePartition(p, compression, transactionalId, producerId, producerEpoch));
+        topics.push(new KafkaEncoder().writeString(topic).writeArray(encoded));
+      }
+      return new KafkaEncoder()
+        .writeString(transactionalId)
+        .writeInt16(acks)
+        .writeInt32(timeout)
+        .writeArray(topics);
+    },
+  });
+}
+
+let installed: boolean | undefined;
+
+/**
+ * Makes kafkajs's producers use `produceRequestV3`, once per process, by placing it in the module
+ * cache under kafkajs's path before anything loads that module. Install after the record encoder
+ * (it loads the record module). False if kafkajs's own request was loaded already: still correct.
+ */
+export function leanProduceRequests(): boolean {
+  if (installed !== undefined) return installed;
+  const path = require.resolve(PRODUCE_MODULE);
+  if (require.cache[path]) return (installed = false);
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { Module } = require('node:module') as { Module: new (id: string) => NodeJS.Module };
+  const entry = new Module(path);
+  entry.filename = path;
+  entry.exports = produceRequestV3();
+  entry.loaded = true;
+  require.cache[path] = entry;
+  return (installed = true);
+}
