@@ -84,7 +84,7 @@ export class FirePublisher {
 
   /** publish() when spans are not recorded: each message carries the context its fire is bound to. */
   private async publishUntraced(fires: readonly FireEvent[]): Promise<void> {
-    await this.producer.send([{ topic: this.topic, messages: await this.encodeUntraced(fires) }]);
+    await this.sendEncoded(await this.encodeUntraced(fires));
   }
 
   private encodeUntraced(fires: readonly FireEvent[]): Promise<OutboundMessage[]> {

@@ -1,5 +1,5 @@
 import type { FireEvent } from '@tickwork/domain';
-import { dueRun, OnTimeRelease, type ReleaseSink } from './on-time-release';
+import { dueEnd, OnTimeRelease, type ReleaseSink } from './on-time-release';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 
@@ -38,13 +38,13 @@ class RecordingSink implements ReleaseSink {
   }
 }
 
-describe('dueRun', () => {
+describe('dueEnd', () => {
   const sorted = [fire('a', 1_000), fire('b', 1_000), fire('c', 1_200)];
 
-  it('takes every fire due by now, and says when the next one is due', () => {
-    expect(dueRun(sorted, 0, T0 + 1_100)).toEqual({ end: 2, nextAt: T0 + 1_200 });
-    expect(dueRun(sorted, 0, T0 + 999)).toEqual({ end: 0, nextAt: T0 + 1_000 });
-    expect(dueRun(sorted, 2, T0 + 5_000)).toEqual({ end: 3, nextAt: T0 + 5_000 });
+  it('takes every fire due by now, from where the last run ended', () => {
+    expect(dueEnd(sorted, 0, T0 + 1_100)).toBe(2);
+    expect(dueEnd(sorted, 0, T0 + 999)).toBe(0);
+    expect(dueEnd(sorted, 2, T0 + 5_000)).toBe(3);
   });
 });
 

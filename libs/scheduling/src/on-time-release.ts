@@ -22,18 +22,15 @@ interface HeldBatch {
   readonly failed: (e: unknown) => void;
 }
 
-/**
- * Of fires sorted by scheduled time, from index `from`: where the run already due at `nowMs`
- * ends, and when the first fire after it is due.
- */
-export function dueRun(
+/** Of fires sorted by scheduled time, from index `from`: where the run already due at `nowMs` ends. */
+export function dueEnd(
   sorted: readonly Pick<FireEvent, 'scheduledFor'>[],
   from: number,
   nowMs: number,
-): { readonly end: number; readonly nextAt: number } {
+): number {
   let end = from;
   while (end < sorted.length && sorted[end]!.scheduledFor.getTime() <= nowMs) end++;
-  return { end, nextAt: end < sorted.length ? sorted[end]!.scheduledFor.getTime() : nowMs };
+  return end;
 }
 
 export class OnTimeRelease {
@@ -89,7 +86,7 @@ export class OnTimeRelease {
     const encoded: OutboundMessage[] = [];
     let allEncoded = true;
     for (const b of this.held) {
-      const { end } = dueRun(b.events, b.next, nowMs);
+      const end = dueEnd(b.events, b.next, nowMs);
       if (end === b.next) continue;
       parts.push({ batch: b, end });
       for (let i = b.next; i < end; i++) events.push(b.events[i]!);

@@ -6,7 +6,10 @@
  * module, as record-encoding.ts does for the record encoder, and must be installed after it.
  */
 
-const PRODUCE_MODULE = 'kafkajs/src/protocol/requests/produce/v3/request';
+import { standInModule } from './module-stand-in';
+
+/** kafkajs's produce request module (v3; v4–v7 reuse it). */
+export const PRODUCE_MODULE = 'kafkajs/src/protocol/requests/produce/v3/request';
 
 type HeaderValue = string | Buffer;
 
@@ -165,12 +168,6 @@ export function leanProduceRequests(): boolean {
   if (installed !== undefined) return installed;
   const path = require.resolve(PRODUCE_MODULE);
   if (require.cache[path]) return (installed = false);
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { Module } = require('node:module') as { Module: new (id: string) => NodeJS.Module };
-  const entry = new Module(path);
-  entry.filename = path;
-  entry.exports = produceRequestV3();
-  entry.loaded = true;
-  require.cache[path] = entry;
+  standInModule(path, produceRequestV3());
   return (installed = true);
 }

@@ -6,6 +6,9 @@
  * It stands in for kafkajs's module before the produce request that captures it is first loaded.
  */
 
+import { standInModule } from './module-stand-in';
+import { PRODUCE_MODULE } from './produce-request';
+
 type HeaderValue = string | Buffer;
 
 /** The record fields kafkajs's produce request passes to its record encoder. */
@@ -36,7 +39,6 @@ interface EncoderClass {
 }
 
 const RECORD_MODULE = 'kafkajs/src/protocol/recordBatch/record/v0';
-const PRODUCE_MODULE = 'kafkajs/src/protocol/requests/produce/v3/request';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const KafkaEncoder = require('kafkajs/src/protocol/encoder') as EncoderClass;
@@ -106,12 +108,6 @@ export function sizeRecordBuffers(): boolean {
   if (installed !== undefined) return installed;
   const path = require.resolve(RECORD_MODULE);
   if (require.cache[path] || require.cache[require.resolve(PRODUCE_MODULE)]) return (installed = false);
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { Module } = require('node:module') as { Module: new (id: string) => NodeJS.Module };
-  const entry = new Module(path);
-  entry.filename = path;
-  entry.exports = encodeRecord;
-  entry.loaded = true;
-  require.cache[path] = entry;
+  standInModule(path, encodeRecord);
   return (installed = true);
 }
