@@ -1,4 +1,6 @@
 /** The messaging port implemented with kafkajs. Nothing outside this folder imports kafkajs. */
+// Before kafkajs: it puts a module in place that kafkajs's producer captures when it loads.
+import './partition-grouping';
 import {
   CompressionTypes,
   ConfigResourceTypes,
@@ -24,6 +26,7 @@ import type {
   TopicDescription,
   TopicSpec,
 } from '../ports';
+import { javaCompatiblePartitioner } from './partitioner';
 import { leanProduceRequests } from './produce-request';
 import { sizeRecordBuffers } from './record-encoding';
 import { fixIdleRequestQueueLoop } from './request-queue-idle';
@@ -84,6 +87,7 @@ class KafkajsBus implements MessageBus {
       idempotent,
       maxInFlightRequests: idempotent ? 5 : undefined,
       allowAutoTopicCreation: false,
+      createPartitioner: javaCompatiblePartitioner,
     });
     await producer.connect();
     return new KafkajsProducer(producer);

@@ -78,8 +78,51 @@ const requests: [string, ProduceRequestArgs][] = [
     },
   ],
   [
+    'multi-byte text, buffer and missing headers, a large value, a null key',
+    {
+      acks: -1,
+      timeout: 30_000,
+      producerId: Long.fromString('9007199254740'),
+      producerEpoch: 1,
+      topicData: [
+        {
+          topic: 'tickwork.targets',
+          partitions: [
+            {
+              partition: 11,
+              firstSequence: 2_147_483_000,
+              messages: [
+                { key: 'ключ-ä', value: 'zażółć gęślą jaźń', headers: { 'ü-name': ['ä', 'b'] } },
+                {
+                  key: Buffer.from([0, 1, 255]),
+                  value: Buffer.alloc(70_000, 3),
+                  headers: { raw: Buffer.from([0, 255]) },
+                },
+                { key: null, value: Buffer.alloc(0), headers: {} },
+              ],
+            },
+          ],
+        },
+      ],
+    },
+  ],
+  [
+    "a gzip-compressed batch (encoded by kafkajs's record batch)",
+    {
+      acks: -1,
+      timeout: 30_000,
+      compression: 1,
+      topicData: [{ topic: 't', partitions: [{ partition: 0, messages: [fire(1), fire(2)] }] }],
+    },
+  ],
+  [
     'a transactional producer with acks 0',
-    { acks: 0, timeout: 1_000, transactionalId: 'tx-1', topicData: [] },
+    {
+      acks: 0,
+      timeout: 1_000,
+      transactionalId: 'tx-1',
+      topicData: [{ topic: 't', partitions: [{ partition: 3, firstSequence: 5, messages: [fire(9)] }] }],
+    },
   ],
 ];
 

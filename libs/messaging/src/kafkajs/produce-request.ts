@@ -7,6 +7,7 @@
  */
 
 import { standInModule } from './module-stand-in';
+import { encodePartitionEntry, type Int64Bits } from './record-batch';
 
 /** kafkajs's produce request module (v3; v4–v7 reuse it). */
 export const PRODUCE_MODULE = 'kafkajs/src/protocol/requests/produce/v3/request';
@@ -56,7 +57,7 @@ interface Encoder {
 
 interface KafkajsParts {
   readonly Encoder: new () => Encoder;
-  readonly Long: { fromInt(v: number): unknown };
+  readonly Long: { fromInt(v: number): unknown; fromValue(v: unknown): Int64Bits };
   readonly apiKey: number;
   readonly noCompression: number;
   readonly Record: (fields: {
@@ -102,6 +103,22 @@ export function produceRequestV3(parts: KafkajsParts = kafkajsParts()) {
     const timestamps = given.length === 0 ? [dateNow] : given;
     const firstTimestamp = timestamps[0]!;
     const maxTimestamp = timestamps[timestamps.length - 1]!;
+    if (compression === noCompression) {
+      const entry = encodePartitionEntry(messages, {
+        partition,
+        firstTimestamp: Long.fromValue(firstTimestamp),
+        maxTimestamp: Long.fromValue(maxTimestamp),
+        baseTimestamp: Number(firstTimestamp),
+        now: dateNow,
+        producerId: Long.fromValue(producerId),
+        producerEpoch,
+        firstSequence: firstSequence ?? 0,
+        transactional: !!transactionalId,
+      });
+      // What kafkajs's Encoder#writeArray reads of an encoder: `buf`, and `buffer` to copy.
+      return { buf: entry, buffer: entry } as unknown as Encoder;
+    }
+    // Compressed: kafkajs's record batch, which compresses the records.
     const records = new Array<Encoder>(messages.length);
     for (let i = 0; i < messages.length; i++) {
       const m = messages[i]!;
