@@ -72,6 +72,8 @@ export interface Contender {
   readonly version: string;
   readonly settings: string;
   readonly durability: string;
+  /** The prefix of the Kafka topics of the running system, if it keeps anything in Kafka. */
+  kafkaTopicPrefix?(): string;
   /** Fresh state, then the worker processes, ready to execute. */
   start(sink: (e: Execution) => void): Promise<void>;
   /** Stores these jobs (bulk); resolves once they are durable. */

@@ -77,6 +77,10 @@ export class TickworkContender implements Contender {
     await this.startApps();
   }
 
+  kafkaTopicPrefix(): string {
+    return this.prefix;
+  }
+
   /** A fresh database and topic prefix, and the handler; no apps yet (W1 scans a still store). */
   async openStore(sink: (e: Execution) => void): Promise<void> {
     this.url = await freshDatabase(DATABASE);

@@ -45,7 +45,10 @@ export async function herd(
   // Enough lead for the whole herd to be stored before it is due (1.5× the insert time seen so far).
   const lead = 1_500 + (1.5 * size * 1000) / rate;
   const t0 = Math.ceil((Date.now() + lead) / 1000) * 1000;
-  const sampler = new ResourceSampler([...c.processes(), { name: 'bench driver', pid: process.pid }]);
+  const sampler = new ResourceSampler(
+    [...c.processes(), { name: 'bench driver', pid: process.pid }],
+    c.kafkaTopicPrefix?.(),
+  );
   sampler.start();
   const started = Date.now();
   const jobs: BenchJob[] = Array.from({ length: size }, (_, index) => ({ run, index, dueAt: t0 }));
@@ -103,7 +106,10 @@ export async function rateStep(
   const run = newRun();
   const total = perSec * seconds;
   const recorder = router.open(run, total);
-  const sampler = new ResourceSampler([...c.processes(), { name: 'bench driver', pid: process.pid }]);
+  const sampler = new ResourceSampler(
+    [...c.processes(), { name: 'bench driver', pid: process.pid }],
+    c.kafkaTopicPrefix?.(),
+  );
   sampler.start();
   const start = Math.ceil((Date.now() + 1_500) / 1000) * 1000;
   const end = start + seconds * 1000;
@@ -147,7 +153,7 @@ export async function rateStep(
  */
 export async function idle(c: Contender, seconds: number, settleSeconds = 0): Promise<ResourceSummary> {
   await sleep(settleSeconds * 1000);
-  const sampler = new ResourceSampler(c.processes());
+  const sampler = new ResourceSampler(c.processes(), c.kafkaTopicPrefix?.());
   sampler.start();
   await sleep(seconds * 1000);
   return sampler.stop();
@@ -175,7 +181,10 @@ export async function recurring(
   const run = newRun();
   const slots = Math.floor((w.seconds * 1000) / w.periodMs);
   const created = Date.now();
-  const sampler = new ResourceSampler([...c.processes(), { name: 'bench driver', pid: process.pid }]);
+  const sampler = new ResourceSampler(
+    [...c.processes(), { name: 'bench driver', pid: process.pid }],
+    c.kafkaTopicPrefix?.(),
+  );
   sampler.start();
   // Occurrences count from the first period boundary after every schedule exists (a schedule
   // created late rightly misses the occurrences before it); until then, none are recorded.
