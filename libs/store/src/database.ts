@@ -1,5 +1,6 @@
 /** PostgreSQL connections: pools with the timeouts a fenced scheduler needs, and database bootstrap. */
 import { Client, Pool, types, type PoolClient } from 'pg';
+import { parseTimestamptz } from './timestamptz';
 
 export interface PoolOptions {
   readonly max?: number;
@@ -15,9 +16,17 @@ export interface PoolOptions {
 
 // bigint columns (fence tokens, counters) fit in a double for any realistic lifetime.
 const parseInt8 = (v: string): number => Number(v);
+const INT8 = 20;
+const TIMESTAMPTZ = 1184;
+const pgTimestamptz = types.getTypeParser(TIMESTAMPTZ, 'text');
+const parseTimestamptzText = (v: string) => parseTimestamptz(v, pgTimestamptz);
 const typeParsers = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === 20 ? parseInt8 : types.getTypeParser(oid, format as 'text')) as typeof types.getTypeParser,
+    oid === INT8
+      ? parseInt8
+      : oid === TIMESTAMPTZ && format !== 'binary'
+        ? parseTimestamptzText
+        : types.getTypeParser(oid, format as 'text')) as typeof types.getTypeParser,
 };
 
 /** Opens a pool whose sessions carry Tickwork's timeouts. */
