@@ -4,6 +4,7 @@
  * so that was ~6 KB of zeroed garbage per fire and a large share of its allocation and GC time.
  * This is the same record encoding (v0, byte for byte) with each buffer sized to what it holds.
  * It stands in for kafkajs's module before the produce request that captures it is first loaded.
+ * Uncompressed batches no longer use it (record-batch.ts writes them whole); compressed ones do.
  */
 
 import { standInModule } from './module-stand-in';
