@@ -149,7 +149,8 @@ export class TickworkContender implements Contender {
       groupId: `${this.prefix}.handler`,
       topics: [topic],
       fromBeginning: true,
-      maxWaitTimeMs: 50,
+      // Never paused, so the fetch answers as soon as a fire lands: the wait is only idle polling.
+      maxWaitTimeMs: 1_000,
       partitionsConsumedConcurrently: 12,
     });
     let assigned = false;

@@ -51,9 +51,11 @@ export interface ExecutorStatus {
   readonly pendingProduces: number;
 }
 
-// A fetch returns at once when there is data; this bounds how long kafkajs sleeps when every
-// partition is paused, i.e. how soon a resumed partition is fetched again.
-const FETCH_MAX_WAIT_MS = 100;
+// A fetch returns at once when there is data, so an idle executor long-polls (one round trip a
+// second, not ten). While a partition is paused for flow control the short wait applies: it
+// bounds how soon a resumed partition is fetched again.
+const FETCH_MAX_WAIT_MS = 1_000;
+const PAUSED_FETCH_MAX_WAIT_MS = 100;
 const RETRY_FETCH_MAX_WAIT_MS = 1_000;
 /** Deliveries held per webhook slot (see `deliveries`)... */
 const DELIVERIES_PER_SLOT = 4;
@@ -227,6 +229,7 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
       heartbeatIntervalMs: Math.min(3_000, Math.floor(x.sessionTimeoutMs / 3)),
       maxBytesPerPartition: x.fetchBytesPerPartition,
       maxWaitTimeMs: FETCH_MAX_WAIT_MS,
+      pausedMaxWaitTimeMs: PAUSED_FETCH_MAX_WAIT_MS,
       // The handler only hands batches over, so one at a time is enough.
       partitionsConsumedConcurrently: 1,
     };
@@ -240,6 +243,7 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
         // Retries wait seconds for their not-before anyway: polling an idle retry topic ten times
         // a second would be most of an idle executor's work.
         maxWaitTimeMs: RETRY_FETCH_MAX_WAIT_MS,
+        pausedMaxWaitTimeMs: RETRY_FETCH_MAX_WAIT_MS,
         groupId: `${x.groupId}.retry`,
         topics: c.topics.retryTiers.map((t) => t.topic),
       }),

@@ -61,10 +61,16 @@ export interface ConsumerOptions {
   /** How many partitions' batches are handled at once. */
   readonly partitionsConsumedConcurrently?: number;
   /**
-   * Longest a fetch waits for data (default 5000 ms). kafkajs also sleeps this long when every
-   * assigned partition is paused, so a consumer that pauses partitions for flow control wants it short.
+   * Longest a fetch waits for data (default 5000 ms). The broker answers as soon as any fetched
+   * partition has data, so a long wait only spares an idle consumer its round trips.
    */
   readonly maxWaitTimeMs?: number;
+  /**
+   * The wait used instead while any partition is paused (default: `maxWaitTimeMs`). A resumed
+   * partition is fetched only once the fetch in flight returns, and kafkajs sleeps this long when
+   * every partition is paused: a consumer that pauses partitions for flow control wants it short.
+   */
+  readonly pausedMaxWaitTimeMs?: number;
 }
 
 export interface MessageConsumer {

@@ -30,6 +30,7 @@ import { javaCompatiblePartitioner } from './partitioner';
 import { leanProduceRequests } from './produce-request';
 import { sizeRecordBuffers } from './record-encoding';
 import { fixIdleRequestQueueLoop } from './request-queue-idle';
+import { setPausedFetchWait, usePausedFetchWait } from './fetch-wait';
 
 export interface KafkaConnection {
   readonly brokers: readonly string[];
@@ -58,6 +59,7 @@ const LEVEL_NAMES = {
 /** Opens a MessageBus over kafkajs. */
 export function createKafkaBus(conn: KafkaConnection, log?: BusLogger): MessageBus {
   fixIdleRequestQueueLoop();
+  usePausedFetchWait();
   sizeRecordBuffers();
   leanProduceRequests();
   const config: KafkajsConfig = {
@@ -103,6 +105,7 @@ class KafkajsBus implements MessageBus {
       allowAutoTopicCreation: false,
       retry: { retries: 10 },
     });
+    if (opts.pausedMaxWaitTimeMs !== undefined) setPausedFetchWait(opts.groupId, opts.pausedMaxWaitTimeMs);
     await consumer.connect();
     for (const topic of opts.topics)
       await consumer.subscribe({ topic, fromBeginning: opts.fromBeginning ?? true });
