@@ -1,6 +1,8 @@
 /** The messaging port implemented with kafkajs. Nothing outside this folder imports kafkajs. */
-// Before kafkajs: it puts a module in place that kafkajs's producer captures when it loads.
+// Before kafkajs: they put modules in place that kafkajs's producer and consumer capture when
+// they load.
 import './partition-grouping';
+import './record-decoder';
 import {
   CompressionTypes,
   ConfigResourceTypes,
