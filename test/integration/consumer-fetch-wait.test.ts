@@ -4,7 +4,12 @@
  * fetched within the short wait rather than after the long fetch in flight for the others.
  */
 import { randomUUID } from 'node:crypto';
-import { createKafkaBus, type InboundMessage, type MessageBus, type MessageConsumer } from '@tickwork/messaging';
+import {
+  createKafkaBus,
+  type InboundMessage,
+  type MessageBus,
+  type MessageConsumer,
+} from '@tickwork/messaging';
 import { STACK } from '../support/env';
 
 const LONG_WAIT_MS = 4_000;
@@ -26,7 +31,12 @@ describe('consumer fetch waits', () => {
   let onMessage: (m: InboundMessage) => void = () => undefined;
 
   beforeEach(async () => {
-    bus = createKafkaBus({ brokers: STACK.kafkaBrokers.split(','), clientId: 'fetch-wait-test', ssl: false, sasl: null });
+    bus = createKafkaBus({
+      brokers: STACK.kafkaBrokers.split(','),
+      clientId: 'fetch-wait-test',
+      ssl: false,
+      sasl: null,
+    });
     topic = `test.fetch-wait.${randomUUID()}`;
     const admin = await bus.admin();
     await admin.createTopics([{ name: topic, partitions: 2, replicationFactor: 1, configs: {} }]);

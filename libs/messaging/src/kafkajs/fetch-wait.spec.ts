@@ -41,15 +41,19 @@ describe('fetch waits', () => {
     const seen: number[] = [];
     // Only what fetch touches before the wait matters: a group whose metadata refresh records the
     // wait chosen and stops the fetch there.
-    const g = Object.assign(Object.create(ConsumerGroup.prototype) as object, group('g-kafkajs', 1_000, [{}]), {
-      cluster: {
-        refreshMetadataIfNecessary: async function (this: void) {
-          seen.push(g.maxWaitTime);
-          throw new Error('stop here');
+    const g = Object.assign(
+      Object.create(ConsumerGroup.prototype) as object,
+      group('g-kafkajs', 1_000, [{}]),
+      {
+        cluster: {
+          refreshMetadataIfNecessary: async function (this: void) {
+            seen.push(g.maxWaitTime);
+            throw new Error('stop here');
+          },
         },
+        recoverFromFetch: async () => undefined,
       },
-      recoverFromFetch: async () => undefined,
-    }) as FetchingGroup;
+    ) as FetchingGroup;
     await ConsumerGroup.prototype.fetch.call(g, 0);
     expect(seen).toEqual([100]);
   });

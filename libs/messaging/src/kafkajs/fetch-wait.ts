@@ -46,7 +46,8 @@ export function usePausedFetchWait(): void {
     prototype: { fetch?: (this: FetchingGroup, nodeId: number) => Promise<unknown> };
   };
   const fetch = ConsumerGroup.prototype.fetch;
-  if (typeof fetch !== 'function') throw new Error('kafkajs ConsumerGroup has no fetch: review fetch-wait.ts');
+  if (typeof fetch !== 'function')
+    throw new Error('kafkajs ConsumerGroup has no fetch: review fetch-wait.ts');
   ConsumerGroup.prototype.fetch = function (this: FetchingGroup, nodeId: number) {
     chooseFetchWait(this);
     return fetch.call(this, nodeId);

@@ -3,8 +3,11 @@ import { decodeRecord, type BatchContext, type RecordInput } from './record-deco
 // kafkajs's own record encoder and decoder, to compare with (jest's registry ignores the stand-in).
 /* eslint-disable @typescript-eslint/no-require-imports */
 const Decoder = require('kafkajs/src/protocol/decoder') as new (buffer: Buffer) => RecordInput;
-const encodeRecord = require('kafkajs/src/protocol/recordBatch/record/v0') as (r: object) => { buffer: Buffer };
-const kafkajsDecodeRecord = require('kafkajs/src/protocol/recordBatch/record/v0/decoder') as typeof decodeRecord;
+const encodeRecord = require('kafkajs/src/protocol/recordBatch/record/v0') as (r: object) => {
+  buffer: Buffer;
+};
+const kafkajsDecodeRecord =
+  require('kafkajs/src/protocol/recordBatch/record/v0/decoder') as typeof decodeRecord;
 /* eslint-enable @typescript-eslint/no-require-imports */
 
 interface RecordSpec {
@@ -73,7 +76,7 @@ describe('decoding a fetched record', () => {
           bytes: Buffer.from([0, 255, 1]),
           repeated: ['a', 'b', 'c'],
           twice: ['x', 'y'],
-          'ünïcode': 'välue',
+          ünïcode: 'välue',
         },
       },
     ];
@@ -109,7 +112,9 @@ describe('decoding a fetched record', () => {
     const a = context({ firstOffset: '100', firstTimestamp: '1000' });
     const b = context({ firstOffset: '5000', firstTimestamp: '2000' });
     const spec: RecordSpec = { offsetDelta: 2, timestampDelta: 3, key: null, value: null };
-    expect([a, b, a, b].map((ctx) => decodeRecord(bodyOf(spec)(), ctx)).map((r) => [r.offset, r.timestamp])).toEqual([
+    expect(
+      [a, b, a, b].map((ctx) => decodeRecord(bodyOf(spec)(), ctx)).map((r) => [r.offset, r.timestamp]),
+    ).toEqual([
       ['102', '1003'],
       ['5002', '2003'],
       ['102', '1003'],

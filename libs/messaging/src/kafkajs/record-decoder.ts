@@ -127,7 +127,13 @@ export function decodeRecord(decoder: RecordInput, batchContext: BatchContext = 
           : [previous, headerValue];
     if (name !== '__proto__') headers[name] = merged;
     // A header named "__proto__" is a key like any other, not the object's prototype.
-    else Object.defineProperty(headers, name, { value: merged, enumerable: true, writable: true, configurable: true });
+    else
+      Object.defineProperty(headers, name, {
+        value: merged,
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
   }
 
   return {
