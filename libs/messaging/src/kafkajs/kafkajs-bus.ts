@@ -3,6 +3,7 @@
 // they load.
 import './partition-grouping';
 import './record-decoder';
+import './request-framing';
 import {
   CompressionTypes,
   ConfigResourceTypes,

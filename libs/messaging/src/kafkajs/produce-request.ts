@@ -158,20 +158,44 @@ export function produceRequestV3(parts: KafkajsParts = kafkajsParts()) {
     apiName: 'Produce',
     expectResponse: () => acks !== 0,
     encode: async () => {
-      const topics: Encoder[] = [];
+      // The body written once into a buffer of its exact size: kafkajs's encoders start at 512
+      // bytes and double, copying, and each level of the request copies the one below it.
+      const txn = transactionalId == null ? null : Buffer.from(transactionalId, 'utf8');
+      let size = 2 + (txn?.length ?? 0) + 2 + 4 + 4;
+      const topics: { name: Buffer; entries: Buffer[] }[] = [];
       for (const { topic, partitions } of topicData) {
-        const encoded: Encoder[] = [];
-        for (const p of partitions)
-          encoded.push(await encodePartition(p, compression, transactionalId, producerId, producerEpoch));
-        topics.push(new KafkaEncoder().writeString(topic).writeArray(encoded));
+        const name = Buffer.from(topic, 'utf8');
+        const entries: Buffer[] = [];
+        size += 2 + name.length + 4;
+        for (const p of partitions) {
+          const entry = (await encodePartition(p, compression, transactionalId, producerId, producerEpoch))
+            .buffer;
+          entries.push(entry);
+          size += entry.length;
+        }
+        topics.push({ name, entries });
       }
-      return new KafkaEncoder()
-        .writeString(transactionalId)
-        .writeInt16(acks)
-        .writeInt32(timeout)
-        .writeArray(topics);
+      const body = Buffer.allocUnsafe(size);
+      let at = writeString(body, 0, txn);
+      at = body.writeInt16BE(acks, at);
+      at = body.writeInt32BE(timeout, at);
+      at = body.writeInt32BE(topics.length, at);
+      for (const { name, entries } of topics) {
+        at = writeString(body, at, name);
+        at = body.writeInt32BE(entries.length, at);
+        for (const entry of entries) at += entry.copy(body, at);
+      }
+      // What kafkajs's Encoder#writeEncoder reads of an encoder: `buf`, and `buffer` to copy.
+      return { buf: body, buffer: body } as unknown as Encoder;
     },
   });
+}
+
+/** A protocol string (int16 length, -1 for null, then UTF-8) at `at`; returns the offset after it. */
+function writeString(buf: Buffer, at: number, s: Buffer | null): number {
+  if (s === null) return buf.writeInt16BE(-1, at);
+  at = buf.writeInt16BE(s.length, at);
+  return at + s.copy(buf, at);
 }
 
 let installed: boolean | undefined;
