@@ -241,7 +241,8 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
       messaging.bus.consumer({
         ...consumerOptions,
         // Retries wait seconds for their not-before anyway: polling an idle retry topic ten times
-        // a second would be most of an idle executor's work.
+        // a second would be most of an idle executor's work. Paused or not: a retry parked until
+        // its not-before keeps its partition paused for seconds.
         maxWaitTimeMs: RETRY_FETCH_MAX_WAIT_MS,
         pausedMaxWaitTimeMs: RETRY_FETCH_MAX_WAIT_MS,
         groupId: `${x.groupId}.retry`,
