@@ -39,18 +39,12 @@ export function groupMessagesPerPartition<M>({
   return result;
 }
 
-let installed: boolean | undefined;
-
 /**
  * Makes kafkajs's producers use `groupMessagesPerPartition`, once per process. False if kafkajs's
  * producer was loaded already: its own grouping then stays in use (correct, slower).
  */
 export function linearPartitionGrouping(): boolean {
-  if (installed !== undefined) return installed;
-  const path = require.resolve(GROUPING_MODULE);
-  if (require.cache[path]) return (installed = false);
-  standInModule(path, groupMessagesPerPartition);
-  return (installed = true);
+  return standInModule(GROUPING_MODULE, () => groupMessagesPerPartition);
 }
 
 linearPartitionGrouping();

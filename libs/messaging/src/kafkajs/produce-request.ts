@@ -198,17 +198,11 @@ function writeString(buf: Buffer, at: number, s: Buffer | null): number {
   return at + s.copy(buf, at);
 }
 
-let installed: boolean | undefined;
-
 /**
  * Makes kafkajs's producers use `produceRequestV3`, once per process, by placing it in the module
  * cache under kafkajs's path before anything loads that module. Install after the record encoder
  * (it loads the record module). False if kafkajs's own request was loaded already: still correct.
  */
 export function leanProduceRequests(): boolean {
-  if (installed !== undefined) return installed;
-  const path = require.resolve(PRODUCE_MODULE);
-  if (require.cache[path]) return (installed = false);
-  standInModule(path, produceRequestV3());
-  return (installed = true);
+  return standInModule(PRODUCE_MODULE, () => produceRequestV3());
 }

@@ -149,19 +149,14 @@ export function decodeRecord(decoder: RecordInput, batchContext: BatchContext = 
   };
 }
 
-let installed: boolean | undefined;
-
 /**
  * Makes kafkajs's consumers decode records with `decodeRecord`, once per process. False if
  * kafkajs's record-batch decoder was loaded already: its own then stays in use (correct, slower).
  */
 export function leanRecordDecoding(): boolean {
-  if (installed !== undefined) return installed;
-  const path = require.resolve(RECORD_DECODER_MODULE);
-  if (require.cache[path] || require.cache[require.resolve('kafkajs/src/protocol/recordBatch/v0/decoder')])
-    return (installed = false);
-  standInModule(path, decodeRecord);
-  return (installed = true);
+  return standInModule(RECORD_DECODER_MODULE, () => decodeRecord, [
+    'kafkajs/src/protocol/recordBatch/v0/decoder',
+  ]);
 }
 
 leanRecordDecoding();

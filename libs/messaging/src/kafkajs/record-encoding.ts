@@ -97,8 +97,6 @@ export function encodeRecord({
   return out;
 }
 
-let installed: boolean | undefined;
-
 /**
  * Makes kafkajs's produce requests use `encodeRecord`, once per process, by placing it in the
  * module cache under the path of kafkajs's record encoder before anything loads that module (a
@@ -106,9 +104,5 @@ let installed: boolean | undefined;
  * own encoder was loaded already; it then stays in use: still correct, slower.
  */
 export function sizeRecordBuffers(): boolean {
-  if (installed !== undefined) return installed;
-  const path = require.resolve(RECORD_MODULE);
-  if (require.cache[path] || require.cache[require.resolve(PRODUCE_MODULE)]) return (installed = false);
-  standInModule(path, encodeRecord);
-  return (installed = true);
+  return standInModule(RECORD_MODULE, () => encodeRecord, [PRODUCE_MODULE]);
 }

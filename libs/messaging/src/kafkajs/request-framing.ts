@@ -45,18 +45,12 @@ export async function frameRequest({
   return { buf, buffer: buf };
 }
 
-let installed: boolean | undefined;
-
 /**
  * Makes kafkajs's connections frame requests with `frameRequest`, once per process. False if
  * kafkajs's connection was loaded already: its own framing then stays in use (correct, slower).
  */
 export function leanRequestFraming(): boolean {
-  if (installed !== undefined) return installed;
-  const path = require.resolve(REQUEST_MODULE);
-  if (require.cache[path]) return (installed = false);
-  standInModule(path, frameRequest);
-  return (installed = true);
+  return standInModule(REQUEST_MODULE, () => frameRequest, ['kafkajs/src/network/connection']);
 }
 
 leanRequestFraming();
