@@ -186,8 +186,9 @@ export async function recurring(
     c.kafkaTopicPrefix?.(),
   );
   sampler.start();
-  // Occurrences count from the first period boundary after every schedule exists (a schedule
-  // created late rightly misses the occurrences before it); until then, none are recorded.
+  // Occurrences count from the first period boundary more than 1 s after every schedule exists
+  // (a schedule created late rightly misses the occurrences before it; Tickwork's contender starts
+  // its schedules 1 s out so that none is due before it is stored); until then, none are recorded.
   let windowStart = Infinity;
   const recorder = new LatenessRecorder(w.schedules * slots);
   // Handlers report (run, schedule, lateness); an occurrence is told apart by its nominal time,
@@ -199,7 +200,7 @@ export async function recurring(
   });
   await c.recurring!(w.schedules, w.pattern, run);
   const createMs = Date.now() - created;
-  windowStart = Math.ceil((Date.now() + 500) / w.periodMs) * w.periodMs;
+  windowStart = (Math.floor((Date.now() + 1_000) / w.periodMs) + 1) * w.periodMs;
   const end = windowStart + slots * w.periodMs;
   while (Date.now() < end + 3_000) await sleep(100);
   router.close(run);
