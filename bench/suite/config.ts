@@ -32,6 +32,11 @@ export const config = {
     port: Number(process.env.BENCH_REDIS_PORT ?? 6379),
     /** A database index of its own: the suite flushes only this one. */
     db: Number(process.env.BENCH_REDIS_DB ?? 5),
+    /**
+     * Tuned BullMQ runs with Redis's append-only file fsynced every second (PostgreSQL runs with
+     * synchronous_commit on, Kafka with acks=all); 0 leaves Redis's persistence as configured.
+     */
+    tunedAof: process.env.BENCH_BULLMQ_AOF !== '0',
   },
   kafkaBrokers: (process.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(','),
   schemaRegistryUrl: process.env.SCHEMA_REGISTRY_URL ?? 'http://127.0.0.1:8081/apis/ccompat/v7',

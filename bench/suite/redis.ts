@@ -82,6 +82,33 @@ export async function redisInfo(): Promise<Record<string, string>> {
   }
 }
 
+/**
+ * Turns on Redis's append-only file with fsync every second (its durable setting, the counterpart
+ * of PostgreSQL's synchronous_commit and Kafka's acks=all), once the initial rewrite is done;
+ * resolves with a function that puts the previous settings back.
+ */
+export async function useAofEverysec(): Promise<() => Promise<void>> {
+  const aof = ((await redis(['CONFIG', 'GET', 'appendonly'])) as string[])[1] ?? 'no';
+  const fsync = ((await redis(['CONFIG', 'GET', 'appendfsync'])) as string[])[1] ?? 'everysec';
+  await redis(['CONFIG', 'SET', 'appendfsync', 'everysec'], ['CONFIG', 'SET', 'appendonly', 'yes']);
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const info = await redisInfo();
+    if (
+      info.aof_enabled === '1' &&
+      info.aof_rewrite_in_progress === '0' &&
+      info.aof_rewrite_scheduled === '0'
+    )
+      break;
+    if (Date.now() > deadline)
+      throw new Error('Redis did not finish turning on its append-only file in 30 s');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return async () => {
+    await redis(['CONFIG', 'SET', 'appendonly', aof], ['CONFIG', 'SET', 'appendfsync', fsync]);
+  };
+}
+
 /** What a Redis-backed figure can lose on a crash: AOF and RDB settings as configured. */
 export async function redisDurability(): Promise<string> {
   const info = await redisInfo();
