@@ -126,6 +126,12 @@ function w2Section(r: SuiteResults, losses: string[]): string[] {
     `Missing = jobs of the herd that had not run by the deadline (T0 + ${config.w2.deadlineMs / 1000} s, or 1 ms per job up to 60 s; 90 s for the large herd); a system that did not drain is restarted with fresh state before its next run.`,
     '',
   );
+  if (Object.values(r.contenders).some((c) => c.system === 'pg-boss'))
+    lines.push(
+      // Read in pg-boss 10's src/worker.js: the loop sleeps (interval − time taken) after every fetch.
+      "pg-boss's worker waits out its polling interval after every fetch, whether the batch was full or not, so one work() call runs at most batchSize jobs per interval: within the budget (2 workers × batchSize 50) that is 200 jobs/s tuned (0.5 s, pg-boss's shortest interval) and 50 jobs/s at defaults (2 s). A herd of 10,000 takes it ~50 s; a drain it misses is this ceiling, not a fault of the run.",
+      '',
+    );
   return lines;
 }
 
