@@ -8,7 +8,7 @@ import { Resvg } from '@resvg/resvg-js';
 import * as vega from 'vega';
 import * as vl from 'vega-lite';
 import type { SuiteResults } from './report';
-import type { HerdResult } from './workloads';
+import { medianRun } from './workloads';
 
 async function renderPng(spec: vl.TopLevelSpec, file: string): Promise<void> {
   const view = new vega.View(vega.parse(vl.compile(spec).spec), { renderer: 'none' });
@@ -50,11 +50,6 @@ const offeredRate = {
 };
 
 /** The run whose drain time is the median of the measured ones (the one the table quotes). */
-function medianRun(runs: HerdResult[]): HerdResult | undefined {
-  const m = runs.filter((r) => !r.warmup).sort((a, b) => (a.drainMs || Infinity) - (b.drainMs || Infinity));
-  return m[Math.floor((m.length - 1) / 2)];
-}
-
 function cdfSpec(
   title: string,
   rows: { system: string; latenessMs: number; fraction: number }[],

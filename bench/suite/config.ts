@@ -60,6 +60,8 @@ export const config = {
     small: int('BENCH_W2_SMALL', 10_000, 1_000),
     large: int('BENCH_W2_LARGE', 100_000, 2_000),
     runs: Number(process.env.BENCH_RUNS ?? (QUICK ? 1 : 3)),
+    /** Measured runs of the large herd (after the small herd's runs, which warm it up). */
+    largeRuns: Number(process.env.BENCH_W2_LARGE_RUNS ?? (QUICK ? 1 : 3)),
     warmups: Number(process.env.BENCH_WARMUPS ?? (QUICK ? 0 : 1)),
     /** A herd that has not run this long after T0 (at least; 1 ms per job up to 60 s) counts as not drained. */
     deadlineMs: Number(process.env.BENCH_W2_DEADLINE_MS ?? (QUICK ? 6_000 : 15_000)),

@@ -15,7 +15,7 @@ import { PgBossContender } from './pgboss';
 import { noteContender, writeReport, type SuiteResults } from './report';
 import { peerStoreScale, tickworkStoreScale } from './store-scale';
 import { TickworkContender } from './tickwork';
-import { herd, rateStep, recurring, type HerdResult } from './workloads';
+import { herd, medianRun, rateStep, recurring, type HerdResult } from './workloads';
 import { boxSpeedMs } from '../box-speed';
 
 const router = new ExecutionRouter();
@@ -75,9 +75,18 @@ async function w2(results: SuiteResults): Promise<void> {
       else if (!Number.isFinite(best) || projectedMs > 90_000)
         entry.largeSkipped = `the ${small} herd ${Number.isFinite(best) ? `drained at ${Math.round((small * 1000) / best)}/s, so ${large} would take ~${Math.round(projectedMs / 1000)} s` : 'did not drain in time'}; skipped to keep the suite within its budget`;
       else {
-        const r = await herd(c, router, large, { deadlineMs: 90_000 });
-        logHerd(r);
-        entry.large = r;
+        entry.largeRuns = [];
+        for (let i = 0; i < config.w2.largeRuns; i++) {
+          const r = await herd(c, router, large, { deadlineMs: 90_000 });
+          logHerd(r);
+          entry.largeRuns.push(r);
+          if (r.drained) continue;
+          // As for the small herd: no more runs on top of the jobs it left.
+          await c.stop();
+          await c.start(router.record);
+          break;
+        }
+        entry.large = medianRun(entry.largeRuns);
       }
     } finally {
       await c.stop();

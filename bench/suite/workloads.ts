@@ -29,6 +29,12 @@ export interface HerdResult {
   readonly stages?: StageLateness;
 }
 
+/** The measured run with the median drain (runs that did not drain count as slowest). */
+export function medianRun(runs: readonly HerdResult[]): HerdResult | undefined {
+  const m = runs.filter((r) => !r.warmup).sort((a, b) => (a.drainMs || Infinity) - (b.drainMs || Infinity));
+  return m[Math.floor((m.length - 1) / 2)];
+}
+
 /** What a contender's herds have shown about its insert rate, to pick the next herd's lead time. */
 const insertRates = new Map<string, number>();
 
