@@ -49,7 +49,6 @@ const offeredRate = {
   axis: { labelAngle: 0 },
 };
 
-/** The run whose drain time is the median of the measured ones (the one the table quotes). */
 function cdfSpec(
   title: string,
   rows: { system: string; latenessMs: number; fraction: number }[],
