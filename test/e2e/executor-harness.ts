@@ -7,10 +7,10 @@
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { FireEvent, FireResult, JobPolicies, RetryPolicy, Target } from '@tickwork/domain';
 import { DEFAULT_POLICIES, policiesToWire, targetToWire } from '@tickwork/domain';
-import { createKafkaBus, EventCodecs, type InboundMessage, type MessageProducer } from '@tickwork/messaging';
+import { EventCodecs, type InboundMessage, type MessageProducer } from '@tickwork/messaging';
 import type { Pool } from '@tickwork/store';
 import { STACK } from '../support/env';
-import { TopicTap } from '../support/kafka';
+import { testKafkaBus, TopicTap } from '../support/kafka';
 
 export interface Call {
   readonly n: number;
@@ -164,12 +164,7 @@ export class FirePublisher {
 
   static async open(prefix: string): Promise<FirePublisher> {
     const topics = topicsOf(prefix);
-    const bus = createKafkaBus({
-      brokers: STACK.kafkaBrokers.split(','),
-      clientId: 'tickwork-test',
-      ssl: false,
-      sasl: null,
-    });
+    const bus = testKafkaBus('tickwork-test');
     const producer = await bus.producer({ idempotent: true });
     const codecs = await EventCodecs.connect(STACK.registryUrl, {
       fireTopics: [topics.fires, topics.dlq, ...topics.retry],

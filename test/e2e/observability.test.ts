@@ -9,12 +9,12 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { shardOf } from '@tickwork/domain';
-import { createKafkaBus, type MessageProducer } from '@tickwork/messaging';
+import type { MessageProducer } from '@tickwork/messaging';
 import { AdminTestClient } from '../support/admin-client';
 import { startApp, type AppProcess } from '../support/apps';
 import { testDatabase, type TestDatabase } from '../support/db';
-import { eventually, freePort, isolate, STACK, type Isolation } from '../support/env';
-import { TopicTap } from '../support/kafka';
+import { eventually, freePort, isolate, type Isolation } from '../support/env';
+import { testKafkaBus, TopicTap } from '../support/kafka';
 import { WebhookReceiver } from '../support/receiver';
 import { seedJobs } from '../support/seed';
 
@@ -427,12 +427,7 @@ describe('observability', () => {
   });
 
   it('traces a schedule command from its producer through the scheduler, and counts rejected commands by reason', async () => {
-    const bus = createKafkaBus({
-      brokers: STACK.kafkaBrokers.split(','),
-      clientId: 'o11y-test',
-      ssl: false,
-      sasl: null,
-    });
+    const bus = testKafkaBus('o11y-test');
     const producer: MessageProducer = await bus.producer();
     const producerSpan = { traceId: 'a1b2c3d4e5f60718293a4b5c6d7e8f90', spanId: '0123456789abcdef' };
     try {

@@ -4,13 +4,8 @@
  * fetched within the short wait rather than after the long fetch in flight for the others.
  */
 import { randomUUID } from 'node:crypto';
-import {
-  createKafkaBus,
-  type InboundMessage,
-  type MessageBus,
-  type MessageConsumer,
-} from '@tickwork/messaging';
-import { STACK } from '../support/env';
+import { type InboundMessage, type MessageBus, type MessageConsumer } from '@tickwork/messaging';
+import { testKafkaBus } from '../support/kafka';
 
 const LONG_WAIT_MS = 4_000;
 const SHORT_WAIT_MS = 100;
@@ -31,12 +26,7 @@ describe('consumer fetch waits', () => {
   let onMessage: (m: InboundMessage) => void = () => undefined;
 
   beforeEach(async () => {
-    bus = createKafkaBus({
-      brokers: STACK.kafkaBrokers.split(','),
-      clientId: 'fetch-wait-test',
-      ssl: false,
-      sasl: null,
-    });
+    bus = testKafkaBus('fetch-wait-test');
     topic = `test.fetch-wait.${randomUUID()}`;
     const admin = await bus.admin();
     await admin.createTopics([{ name: topic, partitions: 2, replicationFactor: 1, configs: {} }]);

@@ -3,9 +3,8 @@
  * topics go out together, and a topic that does not exist fails only its own messages.
  */
 import { BatchingProducer } from '@tickwork/execution';
-import { createKafkaBus, type MessageBus, type MessageProducer } from '@tickwork/messaging';
-import { TopicTap } from '../support/kafka';
-import { STACK } from '../support/env';
+import type { MessageBus, MessageProducer } from '@tickwork/messaging';
+import { testKafkaBus, TopicTap } from '../support/kafka';
 
 async function until(what: string, ok: () => boolean, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -23,12 +22,7 @@ describe('batching producer', () => {
   let taps: TopicTap[] = [];
 
   beforeAll(async () => {
-    bus = createKafkaBus({
-      brokers: STACK.kafkaBrokers.split(','),
-      clientId: 'it-produce',
-      ssl: false,
-      sasl: null,
-    });
+    bus = testKafkaBus('it-produce');
     const admin = await bus.admin();
     await admin.createTopics(
       [a, b].map((name) => ({ name, partitions: 3, replicationFactor: 1, configs: {} })),

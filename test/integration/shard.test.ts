@@ -4,17 +4,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { shardOf } from '@tickwork/domain';
-import { createKafkaBus, type InboundMessage } from '@tickwork/messaging';
-import { eventually, STACK } from '../support/env';
+import type { InboundMessage } from '@tickwork/messaging';
+import { testKafkaBus } from '../support/kafka';
+import { eventually } from '../support/env';
 
 describe('shardOf', () => {
   it('matches the partition kafkajs chose for every key', async () => {
-    const bus = createKafkaBus({
-      brokers: STACK.kafkaBrokers.split(','),
-      clientId: 'shard-test',
-      ssl: false,
-      sasl: null,
-    });
+    const bus = testKafkaBus('shard-test');
     const topic = `test.shard.${randomUUID()}`;
     const partitions = 7;
     const admin = await bus.admin();

@@ -8,17 +8,12 @@ import { randomUUID } from 'node:crypto';
 // A client of its own to read the broker's view, as stack.test.ts does.
 // eslint-disable-next-line no-restricted-imports
 import { Kafka, logLevel } from 'kafkajs';
-import { createKafkaBus } from '@tickwork/messaging';
 import { STACK } from '../support/env';
+import { testKafkaBus } from '../support/kafka';
 
 describe('topic admin', () => {
   it('creates topics and returns when every partition has a leader; creating them again is a no-op', async () => {
-    const bus = createKafkaBus({
-      brokers: STACK.kafkaBrokers.split(','),
-      clientId: 'topic-admin-test',
-      ssl: false,
-      sasl: null,
-    });
+    const bus = testKafkaBus('topic-admin-test');
     const names = Array.from({ length: 4 }, () => `test.admin.${randomUUID()}`);
     const admin = await bus.admin();
     try {

@@ -1,6 +1,16 @@
 /** Reading Tickwork's topics in tests, through the project's own messaging lib. */
-import { createKafkaBus, type InboundMessage, type MessageConsumer } from '@tickwork/messaging';
+import {
+  createKafkaBus,
+  type InboundMessage,
+  type MessageBus,
+  type MessageConsumer,
+} from '@tickwork/messaging';
 import { STACK } from './env';
+
+/** A message bus on the test stack's brokers (plaintext, no SASL). */
+export function testKafkaBus(clientId: string): MessageBus {
+  return createKafkaBus({ brokers: STACK.kafkaBrokers.split(','), clientId, ssl: false, sasl: null });
+}
 
 /** Collects every message of a topic from the beginning, in a throwaway consumer group. */
 export class TopicTap {
@@ -8,12 +18,7 @@ export class TopicTap {
   private constructor(private readonly consumer: MessageConsumer) {}
 
   static async open(topic: string): Promise<TopicTap> {
-    const bus = createKafkaBus({
-      brokers: STACK.kafkaBrokers.split(','),
-      clientId: 'tickwork-test',
-      ssl: false,
-      sasl: null,
-    });
+    const bus = testKafkaBus('tickwork-test');
     const consumer = await bus.consumer({
       groupId: `tap-${topic}-${Date.now()}-${Math.random()}`,
       topics: [topic],

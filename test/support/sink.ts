@@ -1,8 +1,6 @@
 /** A Kafka target topic for tests: created fresh, read back through a TopicTap. */
-import { createKafkaBus } from '@tickwork/messaging';
 import type { Target } from '@tickwork/domain';
-import { STACK } from './env';
-import { TopicTap } from './kafka';
+import { testKafkaBus, TopicTap } from './kafka';
 
 export class KafkaSink {
   private constructor(
@@ -11,12 +9,7 @@ export class KafkaSink {
   ) {}
 
   static async create(topic: string, partitions = 4): Promise<KafkaSink> {
-    const bus = createKafkaBus({
-      brokers: STACK.kafkaBrokers.split(','),
-      clientId: 'tickwork-test',
-      ssl: false,
-      sasl: null,
-    });
+    const bus = testKafkaBus('tickwork-test');
     const admin = await bus.admin();
     try {
       await admin.createTopics([{ name: topic, partitions, replicationFactor: 1, configs: {} }]);
