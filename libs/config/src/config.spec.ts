@@ -54,6 +54,13 @@ describe('loadConfig', () => {
     expect(loadConfig({ TICKWORK_OUTBOX_RELAY_AGE_MS: '0' }).scheduler.outboxRelayAgeMs).toBe(0);
   });
 
+  it('keeps a payload small enough for its fire event to fit in a Kafka message', () => {
+    expect(loadConfig({ TICKWORK_MAX_PAYLOAD_BYTES: '786432' }).api.maxPayloadBytes).toBe(786_432);
+    expect(() => loadConfig({ TICKWORK_MAX_PAYLOAD_BYTES: '1048576' })).toThrow(
+      /TICKWORK_MAX_PAYLOAD_BYTES="1048576" must be an integer between 1 and 786432/,
+    );
+  });
+
   it('parses durations', () => {
     expect(parseDuration('250ms')).toBe(250);
     expect(parseDuration('5s')).toBe(5_000);

@@ -140,7 +140,9 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     api: {
       host: r.string('TICKWORK_API_HOST', '127.0.0.1'),
       port: r.int('TICKWORK_API_PORT', 3000, 0, 65_535),
-      maxPayloadBytes: r.int('TICKWORK_MAX_PAYLOAD_BYTES', 256 * 1024, 1, 16 * 1024 * 1024),
+      // A fire event carries its job's payload, and Kafka refuses a message over its default
+      // message.max.bytes (1 MiB): a larger payload could be stored but never fired.
+      maxPayloadBytes: r.int('TICKWORK_MAX_PAYLOAD_BYTES', 256 * 1024, 1, 768 * 1024),
       minIntervalMs: r.int('TICKWORK_MIN_INTERVAL_MS', 1_000, 1),
     },
     scheduler: {

@@ -83,7 +83,11 @@ export interface MessageConsumer {
 }
 
 export interface MessageProducer {
-  /** Sends to several topics in one request; resolves when all replicas acknowledged (acks=all). */
+  /**
+   * Sends to several topics, in order, in as few requests as the broker's batch limit allows;
+   * resolves when all replicas acknowledged every message (acks=all). On failure, some of the
+   * messages may have been delivered.
+   */
   send(
     batches: readonly { readonly topic: string; readonly messages: readonly OutboundMessage[] }[],
   ): Promise<void>;

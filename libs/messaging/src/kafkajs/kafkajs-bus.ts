@@ -33,6 +33,7 @@ import { javaCompatiblePartitioner } from './partitioner';
 import { leanProduceRequests } from './produce-request';
 import { sizeRecordBuffers } from './record-encoding';
 import { fixIdleRequestQueueLoop } from './request-queue-idle';
+import { chunkSend, MAX_REQUEST_RECORD_BYTES } from './send-chunks';
 import { setPausedFetchWait, usePausedFetchWait } from './fetch-wait';
 
 export interface KafkaConnection {
@@ -128,11 +129,12 @@ class KafkajsProducer implements MessageProducer {
   async send(batches: readonly { topic: string; messages: readonly OutboundMessage[] }[]): Promise<void> {
     // Our message shape is kafkajs's (string headers are valid IHeaders, and kafkajs only reads
     // them): passed as is, without a copy per message and header.
-    const topicMessages = batches
-      .filter((b) => b.messages.length > 0)
-      .map((b) => ({ topic: b.topic, messages: b.messages as Message[] }));
-    if (topicMessages.length === 0) return;
-    await this.producer.sendBatch({ topicMessages, acks: -1, compression: CompressionTypes.None });
+    // One request per chunk, each after the last was acknowledged: a chunk can then never pass
+    // the broker's batch limit, and a failure leaves no later message of the send delivered.
+    for (const chunk of chunkSend(batches, MAX_REQUEST_RECORD_BYTES)) {
+      const topicMessages = chunk.map((b) => ({ topic: b.topic, messages: b.messages as Message[] }));
+      await this.producer.sendBatch({ topicMessages, acks: -1, compression: CompressionTypes.None });
+    }
   }
 
   async disconnect(): Promise<void> {
