@@ -6,7 +6,7 @@
  * Lateness = handler start − the fire's `tickwork-scheduled-for` (the nominal time; no jitter).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -122,7 +122,12 @@ export class TickworkContender implements Contender {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const app = { name, child, log: '' };
-    const keep = (c: Buffer) => (app.log = (app.log + c.toString()).slice(-20_000));
+    // BENCH_APP_LOGS=<dir> keeps each app's whole output there, to read after a run.
+    const logFile = process.env.BENCH_APP_LOGS ? join(process.env.BENCH_APP_LOGS, `${name}.log`) : undefined;
+    const keep = (c: Buffer) => {
+      app.log = (app.log + c.toString()).slice(-20_000);
+      if (logFile) appendFileSync(logFile, c);
+    };
     child.stdout!.on('data', keep);
     child.stderr!.on('data', keep);
     this.apps.push(app);

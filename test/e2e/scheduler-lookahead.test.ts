@@ -1,7 +1,8 @@
 /**
  * Lookahead: occurrences are claimed up to TICKWORK_LOOKAHEAD_MS before they are due, and each
  * fire is still published at its scheduled time, never before — the claim's database work is
- * done before a herd is due. A batch held for later does not hold back one due sooner.
+ * done before a herd is due. A batch held for later does not hold back one due sooner, and a herd
+ * is claimed ahead up to TICKWORK_LOOKAHEAD_MAX_FIRES, not further.
  */
 import { startApp, type AppProcess } from '../support/apps';
 import { testDatabase, type TestDatabase } from '../support/db';
@@ -90,5 +91,69 @@ describe('scheduler lookahead', () => {
       String(m.headers['tickwork-fire-id']).startsWith('now-'),
     );
     expect(Math.max(...urgentMessages.map((m) => m.timestamp))).toBeLessThan(first);
+  }, 90_000);
+});
+
+describe('scheduler lookahead, bounded by TICKWORK_LOOKAHEAD_MAX_FIRES', () => {
+  const MAX_HELD = 100;
+  const BATCH = 10;
+  let db: TestDatabase;
+  let scheduler: AppProcess | undefined;
+  let tap: TopicTap | undefined;
+
+  beforeAll(async () => {
+    db = await testDatabase('lookahead-bound');
+    // One lane claiming batches of 10: a herd of 300 takes 30 claims, so how far ahead it gets
+    // is set by the bound, not by the batch size.
+    scheduler = startApp(
+      'scheduler',
+      db.iso.env({
+        TICKWORK_SHARDS: String(SHARDS),
+        TICKWORK_TICK_MS: '100',
+        TICKWORK_LOOKAHEAD_MS: String(LOOKAHEAD_MS),
+        TICKWORK_CLAIM_BATCH: String(BATCH),
+        TICKWORK_CLAIM_LANES: '1',
+        TICKWORK_LOOKAHEAD_MAX_FIRES: String(MAX_HELD),
+      }),
+      await freePort(),
+    );
+    await scheduler.ready();
+    tap = await TopicTap.open(`${db.iso.topicPrefix}.fires`);
+  }, 120_000);
+
+  afterAll(async () => {
+    await tap?.close();
+    await scheduler?.stop();
+    await db.close();
+  });
+
+  it('claims a herd ahead up to the bound, holds no more, and publishes every fire at its time', async () => {
+    const due = Date.now() + LOOKAHEAD_MS + 2_000;
+    await seedJobs(db.pool, {
+      prefix: 'herd',
+      count: 300,
+      shardCount: SHARDS,
+      schedule: () => ({ kind: 'once', at: new Date(due) }),
+      firstAt: () => new Date(due),
+      target: { type: 'kafka', topic: `${db.iso.topicPrefix}.unused`, key: null, headers: {} },
+    });
+    const claimed = async () =>
+      Number((await db.pool.query<{ n: string }>('SELECT count(*) AS n FROM fires')).rows[0]!.n);
+    // Until shortly before the herd is due: how many were claimed (and so held) at most.
+    let most = 0;
+    while (Date.now() < due - 300) {
+      most = Math.max(most, await claimed());
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    // More than a few batches ahead (the bound, not 4 batches per lane), and never much past it:
+    // the lane checks the bound before each claim, so at most one batch more.
+    expect(most).toBeGreaterThanOrEqual(MAX_HELD);
+    expect(most).toBeLessThanOrEqual(MAX_HELD + BATCH);
+    expect(tap!.messages).toHaveLength(0);
+
+    await eventually('300 fire messages', () => (tap!.messages.length >= 300 ? true : undefined), 30_000);
+    expect(tap!.messages).toHaveLength(300);
+    expect(new Set(tap!.messages.map((m) => m.headers['tickwork-fire-id'])).size).toBe(300);
+    for (const m of tap!.messages) expect(m.timestamp).toBeGreaterThanOrEqual(due);
   }, 90_000);
 });

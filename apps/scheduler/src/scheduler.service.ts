@@ -195,6 +195,7 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
             tickMs: c.scheduler.tickMs,
             batchSize: c.scheduler.claimBatchSize,
             lookaheadMs: c.scheduler.lookaheadMs,
+            maxHeldFires: c.scheduler.lookaheadMaxFires,
             relayAgeMs: c.scheduler.outboxRelayAgeMs,
             ...buckets,
             lane: { index, count: lanes },

@@ -47,6 +47,8 @@ export interface TickworkConfig {
     /** Fire loops per instance, each claiming a disjoint subset of the held shards in parallel. */
     readonly claimLanes: number;
     readonly lookaheadMs: number;
+    /** Most fires an instance holds claimed ahead of their time; its lanes claim no further while it holds this many. */
+    readonly lookaheadMaxFires: number;
     readonly shardLeaseMs: number;
     readonly outboxRelayAgeMs: number;
     readonly maxCatchUp: number;
@@ -151,6 +153,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       claimBatchSize: r.int('TICKWORK_CLAIM_BATCH', 2_000, 1, 100_000),
       claimLanes: r.int('TICKWORK_CLAIM_LANES', 4, 1, 64),
       lookaheadMs: r.int('TICKWORK_LOOKAHEAD_MS', 0, 0, 60_000),
+      lookaheadMaxFires: r.int('TICKWORK_LOOKAHEAD_MAX_FIRES', 100_000, 1, 10_000_000),
       shardLeaseMs: r.int('TICKWORK_SHARD_LEASE_MS', 10_000, 1_000, 600_000),
       outboxRelayAgeMs: r.int('TICKWORK_OUTBOX_RELAY_AGE_MS', 5_000, 0, 600_000),
       maxCatchUp: r.int('TICKWORK_MAX_CATCH_UP', 100, 1, 100_000),

@@ -25,6 +25,12 @@ export interface FireLoopOptions {
    * time comes (by this process's clock): the claim's database work is done before the herd is due.
    */
   readonly lookaheadMs: number;
+  /**
+   * With lookahead: no claim while the instance holds this many fires for their time (shared by
+   * its lanes, so it may hold up to a batch per lane more). A herd due at once is then claimed
+   * before it is due up to this bound, not a few batches, and memory stays bounded. Default 100,000.
+   */
+  readonly maxHeldFires?: number;
   /** Outbox rows older than this are assumed orphaned by a dead claimer and re-published. */
   readonly relayAgeMs: number;
   /** Per-tenant fire-rate caps (this instance's share); absent = no caps. */
@@ -50,8 +56,7 @@ export interface FireLoopEvents {
   onError?(error: Error): void;
 }
 
-/** Batches a lane may hold for their time while it claims on (with lookahead). */
-const MAX_HELD_BATCHES = 4;
+const DEFAULT_MAX_HELD_FIRES = 100_000;
 /** A held fire may wait this much past its time, so fires due a few ms apart share one send. */
 const RELEASE_GRACE_MS = 10;
 
@@ -61,10 +66,12 @@ export class FireLoop {
   private wake: (() => void) | undefined;
   private lastRelay = 0;
   /**
-   * Batches being published while the next is claimed: at most one without lookahead; with it, a
-   * few, so a batch held for its time does not hold back one claimed after it that is due sooner.
+   * Batches being published while the next is claimed: at most one without lookahead; with it,
+   * every batch held for its time (bounded by `maxHeldFires`).
    */
   private readonly publishing = new Set<Promise<void>>();
+  /** This lane's claimed fires on their way to the release (being encoded), not yet in its count. */
+  private awaitingHold = 0;
   /** The last claim filled its batch: claim again at once, probing only this lane's shards. */
   private followUp = false;
   private readonly dueProbe: SharedDueProbe;
@@ -166,6 +173,9 @@ export class FireLoop {
       return new Map(shares.map((s) => [s.tenantId, s.cap]));
     };
     if (probe && probe.due.length === 0) return 0;
+    // Enough is held for its time: claim again once some of it has gone out.
+    const held = this.release.size + this.awaitingHold;
+    if (this.opts.lookaheadMs > 0 && held >= (this.opts.maxHeldFires ?? DEFAULT_MAX_HELD_FIRES)) return 0;
     const result = await this.fires.claimDueJobs(
       {
         owner: this.opts.owner,
@@ -189,10 +199,12 @@ export class FireLoop {
     if (result.fires.length > 0 || result.skipped > 0)
       this.events.onClaimed?.(result.fires, result.skipped, result.now);
     if (result.fires.length > 0) {
-      // Publishing overlaps the next claim: the database and Kafka work at the same time. A few
-      // batches at most are in flight; a failed publish leaves its fires in the outbox for the relay.
-      const inFlight = this.opts.lookaheadMs > 0 ? MAX_HELD_BATCHES : 1;
-      while (this.publishing.size >= inFlight) await Promise.race(this.publishing);
+      // Publishing overlaps the next claim: the database and Kafka work at the same time. Without
+      // lookahead one batch is in flight; with it, every batch held for its time (bounded by
+      // maxHeldFires above), so one due later never holds back one due sooner. A failed publish
+      // leaves its fires in the outbox for the relay.
+      if (this.opts.lookaheadMs === 0)
+        while (this.publishing.size >= 1) await Promise.race(this.publishing);
       const publishing: Promise<void> = this.enqueue(result.fires, false)
         .catch((e: unknown) => this.events.onError?.(e as Error))
         .finally(() => this.publishing.delete(publishing));
@@ -211,7 +223,15 @@ export class FireLoop {
     // Held for their time: sent in the order they come due.
     const sorted = [...fires].sort((a, b) => a.event.scheduledFor.getTime() - b.event.scheduledFor.getTime());
     const events = sorted.map((f) => f.event);
-    const ackedAt = await this.release.hold(events, await this.publisher.encodeAhead(events));
+    // Counted against maxHeldFires while being encoded, before the release holds them.
+    this.awaitingHold += events.length;
+    let encoded: Awaited<ReturnType<FirePublisher['encodeAhead']>>;
+    try {
+      encoded = await this.publisher.encodeAhead(events);
+    } finally {
+      this.awaitingHold -= events.length;
+    }
+    const ackedAt = await this.release.hold(events, encoded);
     await this.confirm(sorted, relayed, ackedAt);
   }
 
