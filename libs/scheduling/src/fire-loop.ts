@@ -173,15 +173,15 @@ export class FireLoop {
       return new Map(shares.map((s) => [s.tenantId, s.cap]));
     };
     if (probe && probe.due.length === 0) return 0;
-    // Enough is held for its time: claim again once some of it has gone out.
+    // Enough is held for its time: claim only what is due now, until some of it has gone out.
     const held = this.release.size + this.awaitingHold;
-    if (this.opts.lookaheadMs > 0 && held >= (this.opts.maxHeldFires ?? DEFAULT_MAX_HELD_FIRES)) return 0;
+    const lookaheadMs = held >= (this.opts.maxHeldFires ?? DEFAULT_MAX_HELD_FIRES) ? 0 : this.opts.lookaheadMs;
     const result = await this.fires.claimDueJobs(
       {
         owner: this.opts.owner,
         shards: probe ? shards.filter((s) => probe.held.includes(s.shard)) : shards,
         limit: this.opts.batchSize,
-        lookaheadMs: this.opts.lookaheadMs,
+        lookaheadMs,
         tenantCaps,
         ...(probe ? { probe } : {}),
       },
