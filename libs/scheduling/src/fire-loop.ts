@@ -175,7 +175,8 @@ export class FireLoop {
     if (probe && probe.due.length === 0) return 0;
     // Enough is held for its time: claim only what is due now, until some of it has gone out.
     const held = this.release.size + this.awaitingHold;
-    const lookaheadMs = held >= (this.opts.maxHeldFires ?? DEFAULT_MAX_HELD_FIRES) ? 0 : this.opts.lookaheadMs;
+    const lookaheadMs =
+      held >= (this.opts.maxHeldFires ?? DEFAULT_MAX_HELD_FIRES) ? 0 : this.opts.lookaheadMs;
     const result = await this.fires.claimDueJobs(
       {
         owner: this.opts.owner,
@@ -203,8 +204,7 @@ export class FireLoop {
       // lookahead one batch is in flight; with it, every batch held for its time (bounded by
       // maxHeldFires above), so one due later never holds back one due sooner. A failed publish
       // leaves its fires in the outbox for the relay.
-      if (this.opts.lookaheadMs === 0)
-        while (this.publishing.size >= 1) await Promise.race(this.publishing);
+      if (this.opts.lookaheadMs === 0) while (this.publishing.size >= 1) await Promise.race(this.publishing);
       const publishing: Promise<void> = this.enqueue(result.fires, false)
         .catch((e: unknown) => this.events.onError?.(e as Error))
         .finally(() => this.publishing.delete(publishing));

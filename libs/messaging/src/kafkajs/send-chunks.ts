@@ -48,8 +48,7 @@ export function chunkSend(batches: readonly TopicMessages[], maxBytes: number): 
       }
       bytes += size;
     }
-    if (messages.length > from)
-      chunk.push({ topic, messages: from === 0 ? messages : messages.slice(from) });
+    if (messages.length > from) chunk.push({ topic, messages: from === 0 ? messages : messages.slice(from) });
   }
   if (chunk.length > 0) chunks.push(chunk);
   return chunks;
