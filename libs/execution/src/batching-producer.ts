@@ -82,7 +82,7 @@ export class BatchingProducer {
     }
   }
 
-  /** Sends one request for the whole batch; on failure, retries topic by topic so only failing topics fail. */
+  /** Sends the whole batch at once; on failure, retries topic by topic so only failing topics fail. */
   private async sendBatch(batch: readonly Pending[]): Promise<void> {
     const byTopic = new Map<string, Pending[]>();
     for (const p of batch) {

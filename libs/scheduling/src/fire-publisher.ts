@@ -23,9 +23,10 @@ export class FirePublisher {
   ) {}
 
   /**
-   * Sends all fires in one batch and resolves once Kafka acknowledged every one (acks=all). Each
-   * message gets a `send` span in its fire's trace (from the claim, or stored with the outbox row
-   * for a relay), lasting until the acknowledgement; its W3C context goes in the message headers.
+   * Sends all fires in one send (the bus cuts it into requests under the broker's limit) and
+   * resolves once Kafka acknowledged every one (acks=all). Each message gets a `send` span in its
+   * fire's trace (from the claim, or stored with the outbox row for a relay), lasting until the
+   * acknowledgement; its W3C context goes in the message headers.
    */
   async publish(fires: readonly FireEvent[], opts: { readonly relayed?: boolean } = {}): Promise<void> {
     if (fires.length === 0) return;
