@@ -32,6 +32,13 @@ export const DEFAULT_JOB_LIMITS: JobDefinitionLimits = {
 
 const JOB_FIELDS = ['job_id', 'tenant_id', 'schedule', 'target', 'payload', 'policies', 'labels'];
 
+/**
+ * Every fire event carries its job's target whole, and Kafka refuses a message over 1 MiB by
+ * default: with the payload's own limit, these keep a fire event well under it, so a job that was
+ * accepted can always fire.
+ */
+export const TARGET_LIMITS = { urlChars: 8_192, keyChars: 4_096, headersBytes: 16_384 } as const;
+
 /** Validates a raw job definition; `newJobId` supplies an id when the client gave none. */
 export function parseJobDefinition(
   raw: unknown,
@@ -91,9 +98,15 @@ function parseTarget(raw: unknown, r: FieldReader): Target | undefined {
   if (!t) return undefined;
   const type = r.oneOf(t.type, 'target.type', TARGET_TYPES);
   const headers = r.stringMap(t.headers, 'target.headers');
+  if (headers) {
+    let bytes = 0;
+    for (const [k, v] of Object.entries(headers)) bytes += Buffer.byteLength(k) + Buffer.byteLength(v);
+    if (bytes > TARGET_LIMITS.headersBytes)
+      r.fail('target.headers', `are ${bytes} bytes; the limit is ${TARGET_LIMITS.headersBytes}`);
+  }
   if (type === 'webhook') {
     r.noUnknownKeys(t, ['type', 'url', 'method', 'headers', 'timeout_ms', 'success_status'], 'target');
-    const url = r.string(t.url, 'target.url', { required: true });
+    const url = r.string(t.url, 'target.url', { required: true, maxLength: TARGET_LIMITS.urlChars });
     if (url !== undefined && !isHttpUrl(url))
       r.fail('target.url', 'must be an absolute http:// or https:// URL');
     const method = r.oneOf(t.method, 'target.method', HTTP_METHODS, 'POST');
@@ -109,7 +122,10 @@ function parseTarget(raw: unknown, r: FieldReader): Target | undefined {
       pattern: /^[A-Za-z0-9._-]{1,249}$/,
       hint: 'must be a valid Kafka topic name',
     });
-    const key = t.key === undefined || t.key === null ? null : r.string(t.key, 'target.key');
+    const key =
+      t.key === undefined || t.key === null
+        ? null
+        : r.string(t.key, 'target.key', { maxLength: TARGET_LIMITS.keyChars });
     if (!topic || key === undefined || !headers) return undefined;
     return { type, topic, key, headers };
   }
