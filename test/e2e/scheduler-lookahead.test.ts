@@ -13,66 +13,86 @@ import { seedJobs } from '../support/seed';
 const SHARDS = 4;
 const LOOKAHEAD_MS = 3_000;
 
-describe('scheduler lookahead', () => {
-  let db: TestDatabase;
-  let scheduler: AppProcess | undefined;
-  let tap: TopicTap | undefined;
+/** A scheduler with a lookahead on a fresh database, and a tap on its fires topic. */
+interface LookaheadStack {
+  db: TestDatabase;
+  scheduler?: AppProcess;
+  tap?: TopicTap;
+}
 
+/** Starts the stack before the describe's tests and stops it after them. */
+function lookaheadStack(label: string, env: Record<string, string> = {}): LookaheadStack {
+  const stack = {} as LookaheadStack;
   beforeAll(async () => {
-    db = await testDatabase('lookahead');
-    scheduler = startApp(
+    stack.db = await testDatabase(label);
+    stack.scheduler = startApp(
       'scheduler',
-      db.iso.env({
+      stack.db.iso.env({
         TICKWORK_SHARDS: String(SHARDS),
         TICKWORK_TICK_MS: '100',
         TICKWORK_LOOKAHEAD_MS: String(LOOKAHEAD_MS),
+        ...env,
       }),
       await freePort(),
     );
-    await scheduler.ready();
-    tap = await TopicTap.open(`${db.iso.topicPrefix}.fires`);
+    await stack.scheduler.ready();
+    stack.tap = await TopicTap.open(`${stack.db.iso.topicPrefix}.fires`);
   }, 120_000);
-
   afterAll(async () => {
-    await tap?.close();
-    await scheduler?.stop();
-    await db.close();
+    await stack.tap?.close();
+    await stack.scheduler?.stop();
+    await stack.db.close();
   });
+  return stack;
+}
+
+/** `count` one-shot jobs due at `at`, with a Kafka target nobody reads. */
+function seedOnce(stack: LookaheadStack, prefix: string, count: number, at: number): Promise<string[]> {
+  return seedJobs(stack.db.pool, {
+    prefix,
+    count,
+    shardCount: SHARDS,
+    schedule: () => ({ kind: 'once', at: new Date(at) }),
+    firstAt: () => new Date(at),
+    target: { type: 'kafka', topic: `${stack.db.iso.topicPrefix}.unused`, key: null, headers: {} },
+  });
+}
+
+/** Fires claimed so far (each claimed fire has a row, published or not). */
+async function claimedCount(stack: LookaheadStack): Promise<number> {
+  return Number((await stack.db.pool.query<{ n: string }>('SELECT count(*) AS n FROM fires')).rows[0]!.n);
+}
+
+describe('scheduler lookahead', () => {
+  const stack = lookaheadStack('lookahead');
 
   it('claims early and publishes each fire at its time', async () => {
     // Two herds 1.5 s apart: the second is claimed while the first is held for its time, and a
     // third, due at once, is seeded while both are held.
     const first = Date.now() + 5_000;
-    const herd = (prefix: string, at: number, count: number) =>
-      seedJobs(db.pool, {
-        prefix,
-        count,
-        shardCount: SHARDS,
-        schedule: () => ({ kind: 'once', at: new Date(at) }),
-        firstAt: () => new Date(at),
-        target: { type: 'kafka', topic: `${db.iso.topicPrefix}.unused`, key: null, headers: {} },
-      });
+    const herd = (prefix: string, at: number, count: number) => seedOnce(stack, prefix, count, at);
     await herd('a', first, 300);
     await herd('b', first + 1_500, 300);
     await eventually(
       'both herds claimed',
-      async () =>
-        Number((await db.pool.query<{ n: string }>('SELECT count(*) AS n FROM fires')).rows[0]!.n) === 600
-          ? true
-          : undefined,
+      async () => ((await claimedCount(stack)) === 600 ? true : undefined),
       15_000,
     );
     const urgent = Date.now();
     expect(urgent).toBeLessThan(first - 500);
     await herd('now', urgent, 20);
 
-    await eventually('620 fire messages', () => (tap!.messages.length >= 620 ? true : undefined), 30_000);
-    expect(tap!.messages).toHaveLength(620);
-    const { rows } = await db.pool.query<{ fire_id: string; scheduled_for: Date; claimed_at: Date }>(
+    await eventually(
+      '620 fire messages',
+      () => (stack.tap!.messages.length >= 620 ? true : undefined),
+      30_000,
+    );
+    expect(stack.tap!.messages).toHaveLength(620);
+    const { rows } = await stack.db.pool.query<{ fire_id: string; scheduled_for: Date; claimed_at: Date }>(
       `SELECT job_id || ':' || fence_token AS fire_id, scheduled_for, claimed_at FROM fires`,
     );
     const byId = new Map(rows.map((r) => [r.fire_id, r]));
-    for (const m of tap!.messages) {
+    for (const m of stack.tap!.messages) {
       const fire = byId.get(String(m.headers['tickwork-fire-id']))!;
       expect(fire).toBeDefined();
       const due = fire.scheduled_for.getTime();
@@ -87,7 +107,7 @@ describe('scheduler lookahead', () => {
     // Claimed about LOOKAHEAD_MS before they were due; the urgent ones at once.
     expect(Math.min(...claimedEarly('a'))).toBeGreaterThan(1_000);
     expect(Math.min(...claimedEarly('b'))).toBeGreaterThan(1_000);
-    const urgentMessages = tap!.messages.filter((m) =>
+    const urgentMessages = stack.tap!.messages.filter((m) =>
       String(m.headers['tickwork-fire-id']).startsWith('now-'),
     );
     expect(Math.max(...urgentMessages.map((m) => m.timestamp))).toBeLessThan(first);
@@ -97,50 +117,19 @@ describe('scheduler lookahead', () => {
 describe('scheduler lookahead, bounded by TICKWORK_LOOKAHEAD_MAX_FIRES', () => {
   const MAX_HELD = 100;
   const BATCH = 10;
-  let db: TestDatabase;
-  let scheduler: AppProcess | undefined;
-  let tap: TopicTap | undefined;
-
-  beforeAll(async () => {
-    db = await testDatabase('lookahead-bound');
-    // One lane claiming batches of 10: a herd of 300 takes 30 claims, so how far ahead it gets
-    // is set by the bound, not by the batch size.
-    scheduler = startApp(
-      'scheduler',
-      db.iso.env({
-        TICKWORK_SHARDS: String(SHARDS),
-        TICKWORK_TICK_MS: '100',
-        TICKWORK_LOOKAHEAD_MS: String(LOOKAHEAD_MS),
-        TICKWORK_CLAIM_BATCH: String(BATCH),
-        TICKWORK_CLAIM_LANES: '1',
-        TICKWORK_LOOKAHEAD_MAX_FIRES: String(MAX_HELD),
-      }),
-      await freePort(),
-    );
-    await scheduler.ready();
-    tap = await TopicTap.open(`${db.iso.topicPrefix}.fires`);
-  }, 120_000);
-
-  afterAll(async () => {
-    await tap?.close();
-    await scheduler?.stop();
-    await db.close();
+  // One lane claiming batches of 10: a herd of 300 takes 30 claims, so how far ahead it gets
+  // is set by the bound, not by the batch size.
+  const stack = lookaheadStack('lookahead-bound', {
+    TICKWORK_CLAIM_BATCH: String(BATCH),
+    TICKWORK_CLAIM_LANES: '1',
+    TICKWORK_LOOKAHEAD_MAX_FIRES: String(MAX_HELD),
   });
 
   it('claims a herd ahead up to the bound, fires what is due meanwhile, and publishes every fire at its time', async () => {
     const due = Date.now() + LOOKAHEAD_MS + 2_000;
-    const seed = (prefix: string, count: number, at: number) =>
-      seedJobs(db.pool, {
-        prefix,
-        count,
-        shardCount: SHARDS,
-        schedule: () => ({ kind: 'once', at: new Date(at) }),
-        firstAt: () => new Date(at),
-        target: { type: 'kafka', topic: `${db.iso.topicPrefix}.unused`, key: null, headers: {} },
-      });
+    const seed = (prefix: string, count: number, at: number) => seedOnce(stack, prefix, count, at);
     await seed('herd', 300, due);
-    const claimed = async () =>
-      Number((await db.pool.query<{ n: string }>('SELECT count(*) AS n FROM fires')).rows[0]!.n);
+    const claimed = () => claimedCount(stack);
     // More than a few batches ahead: the bound, not 4 batches per lane.
     await eventually(
       `${MAX_HELD} of the herd claimed ahead`,
@@ -151,7 +140,7 @@ describe('scheduler lookahead, bounded by TICKWORK_LOOKAHEAD_MAX_FIRES', () => {
     const urgentAt = Date.now();
     await seed('urgent', 5, urgentAt);
     const urgentOnes = () =>
-      tap!.messages.filter((m) => String(m.headers['tickwork-fire-id']).startsWith('urgent-'));
+      stack.tap!.messages.filter((m) => String(m.headers['tickwork-fire-id']).startsWith('urgent-'));
     let most = 0;
     await eventually(
       'the urgent jobs fired before the herd is due',
@@ -163,7 +152,7 @@ describe('scheduler lookahead, bounded by TICKWORK_LOOKAHEAD_MAX_FIRES', () => {
       25,
     );
     const urgent = urgentOnes();
-    expect(tap!.messages).toHaveLength(5);
+    expect(stack.tap!.messages).toHaveLength(5);
     while (Date.now() < due - 200) {
       most = Math.max(most, await claimed());
       await new Promise((r) => setTimeout(r, 25));
@@ -171,9 +160,14 @@ describe('scheduler lookahead, bounded by TICKWORK_LOOKAHEAD_MAX_FIRES', () => {
     // Never much past the bound: the lane checks it before each claim, so at most one batch more.
     expect(most).toBeLessThanOrEqual(MAX_HELD + BATCH + 5);
 
-    await eventually('305 fire messages', () => (tap!.messages.length >= 305 ? true : undefined), 30_000);
-    expect(tap!.messages).toHaveLength(305);
-    expect(new Set(tap!.messages.map((m) => m.headers['tickwork-fire-id'])).size).toBe(305);
-    for (const m of tap!.messages) if (!urgent.includes(m)) expect(m.timestamp).toBeGreaterThanOrEqual(due);
+    await eventually(
+      '305 fire messages',
+      () => (stack.tap!.messages.length >= 305 ? true : undefined),
+      30_000,
+    );
+    expect(stack.tap!.messages).toHaveLength(305);
+    expect(new Set(stack.tap!.messages.map((m) => m.headers['tickwork-fire-id'])).size).toBe(305);
+    for (const m of stack.tap!.messages)
+      if (!urgent.includes(m)) expect(m.timestamp).toBeGreaterThanOrEqual(due);
   }, 90_000);
 });

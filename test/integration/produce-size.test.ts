@@ -4,15 +4,8 @@
  * partition's messages in one batch, and the broker refuses it (MESSAGE_TOO_LARGE).
  */
 import type { MessageProducer } from '@tickwork/messaging';
+import { eventually } from '../support/env';
 import { testKafkaBus, TopicTap } from '../support/kafka';
-
-async function until(what: string, ok: () => boolean, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!ok()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe('a send over the broker batch limit', () => {
   const topic = `it.produce-size.${Date.now()}`;
@@ -42,7 +35,7 @@ describe('a send over the broker batch limit', () => {
     await producer.send([{ topic, messages }]);
 
     tap = await TopicTap.open(topic);
-    await until(`${n} messages`, () => tap!.messages.length >= n);
+    await eventually(`${n} messages`, () => (tap!.messages.length >= n ? true : undefined));
     expect(tap.messages).toHaveLength(n);
     expect(tap.messages.map((m) => Number(m.headers.n))).toEqual(messages.map((_, i) => i));
     expect(tap.messages[4_321]!.value).toEqual(messages[4_321]!.value);
