@@ -47,7 +47,7 @@ export interface TickworkConfig {
     /** Fire loops per instance, each claiming a disjoint subset of the held shards in parallel. */
     readonly claimLanes: number;
     readonly lookaheadMs: number;
-    /** Most fires an instance holds claimed ahead of their time; its lanes claim no further while it holds this many. */
+    /** Most fires an instance holds claimed ahead of their time; at this many, its lanes claim only what is due now. */
     readonly lookaheadMaxFires: number;
     readonly shardLeaseMs: number;
     readonly outboxRelayAgeMs: number;

@@ -26,9 +26,10 @@ export interface FireLoopOptions {
    */
   readonly lookaheadMs: number;
   /**
-   * With lookahead: no claim while the instance holds this many fires for their time (shared by
-   * its lanes, so it may hold up to a batch per lane more). A herd due at once is then claimed
-   * before it is due up to this bound, not a few batches, and memory stays bounded. Default 100,000.
+   * With lookahead: while the instance holds this many fires for their time (shared by its lanes,
+   * so it may hold up to a batch per lane more), a lane claims only what is due now. A herd due at
+   * once is then claimed before it is due up to this bound, not a few batches, and memory stays
+   * bounded. Default 100,000.
    */
   readonly maxHeldFires?: number;
   /** Outbox rows older than this are assumed orphaned by a dead claimer and re-published. */

@@ -56,7 +56,7 @@ export function chunkSend(batches: readonly TopicMessages[], maxBytes: number): 
 
 function bytesOf(v: string | Buffer | null | undefined): number {
   if (v === null || v === undefined) return 0;
-  // A string's UTF-8 length is at most 3 bytes per UTF-16 unit; ASCII (ids, header values) is 1.
+  // ASCII strings (ids, most header values) are counted without encoding them.
   return typeof v === 'string' ? (isAscii(v) ? v.length : Buffer.byteLength(v)) : v.length;
 }
 
