@@ -176,6 +176,19 @@ async function scrape(app: AppProcess): Promise<Sample[]> {
 const pick = (samples: readonly Sample[], name: string, labels: Record<string, string> = {}) =>
   samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
 
+/**
+ * Waits until every span of the trace has its parent collected (an app exports a parent span
+ * after its children, when it ends), then checks the trace is connected with one root.
+ */
+async function connectedTrace(traceId: string, collector: OtlpCollector): Promise<CollectedSpan> {
+  await eventually('the whole trace to be connected', () => {
+    const spans = collector.trace(traceId);
+    const ids = new Set(spans.map((x) => x.spanId));
+    return spans.every((x) => x.parentSpanId === undefined || ids.has(x.parentSpanId)) ? true : undefined;
+  });
+  return expectConnected(collector.trace(traceId));
+}
+
 /** Every span's parent is in the trace, and exactly one span is the root. */
 function expectConnected(spans: readonly CollectedSpan[]): CollectedSpan {
   const ids = new Set(spans.map((s) => s.spanId));
@@ -350,12 +363,7 @@ describe('observability', () => {
     // The webhook receiver got the call's context: it could continue the trace.
     const hook = receiver.calls.find((c) => c.headers['tickwork-job-id'] === job.job_id);
     expect(parseTraceparent(hook?.headers.traceparent as string)).toEqual({ traceId, spanId: call.spanId });
-    await eventually('the whole trace to be connected', () => {
-      const spans = collector.trace(traceId);
-      const ids = new Set(spans.map((x) => x.spanId));
-      return spans.every((x) => x.parentSpanId === undefined || ids.has(x.parentSpanId)) ? true : undefined;
-    });
-    expect(expectConnected(collector.trace(traceId)).spanId).toBe(request.spanId);
+    expect((await connectedTrace(traceId, collector)).spanId).toBe(request.spanId);
 
     // The claim batch is a trace of its own; it and the fire link to each other.
     const claimLink = fire.links.find((l) => l.attributes['tickwork.link.role'] === 'claim');
@@ -423,7 +431,7 @@ describe('observability', () => {
     expect(fire).toMatchObject({ service: 'tickwork-api', name: 'tickwork.fire' });
     expect(fire.attributes['tickwork.trigger']).toBe('MANUAL');
     expect(request).toMatchObject({ name: 'POST /v1/jobs/:jobId/trigger', kind: KIND.SERVER, traceId });
-    expectConnected(collector.trace(traceId));
+    await connectedTrace(traceId, collector);
   });
 
   it('traces a schedule command from its producer through the scheduler, and counts rejected commands by reason', async () => {
@@ -514,13 +522,7 @@ describe('observability', () => {
       expect(spans.find((x) => x.name === 'tickwork.fire')?.attributes['tickwork.job_id']).toBe(
         retried.job_id,
       );
-      await eventually('the retried trace to be connected', () => {
-        const ids = new Set(collector.trace(traceId).map((x) => x.spanId));
-        return collector.trace(traceId).every((x) => !x.parentSpanId || ids.has(x.parentSpanId))
-          ? true
-          : undefined;
-      });
-      expectConnected(collector.trace(traceId));
+      await connectedTrace(traceId, collector);
 
       // Dead-lettered: the DLQ send is in the occurrence's trace, a child of the attempt that gave up.
       await eventually('the failing call', () => (failing.calls.length >= 1 ? true : undefined));
