@@ -273,6 +273,16 @@ describe('schedule store', () => {
       [],
     );
     expect(pending[0]!.batchId).toBe(claim.fires[0]!.batchId);
+    // A batch the caller is still publishing itself is not handed to its relay.
+    expect(
+      await fires.pendingFires({
+        owner: 'heir',
+        shards: [next!],
+        minAgeMs: 0,
+        limit: 10,
+        exclude: [pending[0]!.batchId],
+      }),
+    ).toEqual([]);
     await fires.markEnqueued([pending[0]!.batchId]);
     expect(await fires.pendingFires({ owner: 'heir', shards: [next!], minAgeMs: 0, limit: 10 })).toEqual([]);
   });

@@ -71,6 +71,12 @@ export class FireLoop {
    * every batch held for its time (bounded by `maxHeldFires`).
    */
   private readonly publishing = new Set<Promise<void>>();
+  /**
+   * The outbox batches of `publishing`. The relay leaves them alone: a batch held for its time, or
+   * slow to be acknowledged in a herd, outlives the relay age without being orphaned, and relaying
+   * it would publish every fire of it twice.
+   */
+  private readonly publishingBatches = new Set<number>();
   /** This lane's claimed fires on their way to the release (being encoded), not yet in its count. */
   private awaitingHold = 0;
   /** The last claim filled its batch: claim again at once, probing only this lane's shards. */
@@ -158,6 +164,7 @@ export class FireLoop {
         shards,
         minAgeMs: this.opts.relayAgeMs,
         limit: this.opts.batchSize,
+        exclude: [...this.publishingBatches],
       });
       if (orphaned.length > 0) await this.enqueue(orphaned, true);
     }
@@ -206,9 +213,14 @@ export class FireLoop {
       // maxHeldFires above), so one due later never holds back one due sooner. A failed publish
       // leaves its fires in the outbox for the relay.
       if (this.opts.lookaheadMs === 0) while (this.publishing.size >= 1) await Promise.race(this.publishing);
+      const batches = new Set(result.fires.map((f) => f.batchId));
+      for (const b of batches) this.publishingBatches.add(b);
       const publishing: Promise<void> = this.enqueue(result.fires, false)
         .catch((e: unknown) => this.events.onError?.(e as Error))
-        .finally(() => this.publishing.delete(publishing));
+        .finally(() => {
+          this.publishing.delete(publishing);
+          for (const b of batches) this.publishingBatches.delete(b);
+        });
       this.publishing.add(publishing);
     }
     return result.saturated ? this.opts.batchSize : result.scanned;

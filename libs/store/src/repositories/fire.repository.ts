@@ -587,13 +587,15 @@ export class FireRepository {
   /**
    * Outbox batches of shards the caller holds that were claimed at least `minAgeMs` ago and are
    * not confirmed — fires whose claimer died between commit and produce — oldest first, whole
-   * batches only, up to about `limit` fires (at least one batch).
+   * batches only, up to about `limit` fires (at least one batch). `exclude`: batches the caller is
+   * still publishing itself (held for their time, or waiting for their acknowledgement).
    */
   async pendingFires(req: {
     owner: string;
     shards: readonly ShardEpoch[];
     minAgeMs: number;
     limit: number;
+    exclude?: readonly number[];
   }): Promise<ClaimedFire[]> {
     const { rows } = await this.pool.query<{
       shard: number;
@@ -608,6 +610,7 @@ export class FireRepository {
            JOIN unnest($1::int[], $2::bigint[]) AS o(shard, epoch) ON o.shard = l.shard AND o.epoch = l.epoch
           WHERE l.owner = $3 AND l.expires_at > now()
             AND b.enqueued_at IS NULL
+            AND b.batch_id <> ALL($6::bigint[])
             -- Manual and replayed fires have no claimer publishing them: relay them at once.
             AND (b.trigger <> 'SCHEDULE' OR b.claimed_at <= now() - make_interval(secs => $4::double precision / 1000))
        )
@@ -616,7 +619,14 @@ export class FireRepository {
          JOIN fires f ON f.batch_id = p.batch_id
         WHERE p.before < $5
         ORDER BY p.claimed_at, p.batch_id`,
-      [req.shards.map((s) => s.shard), req.shards.map((s) => s.epoch), req.owner, req.minAgeMs, req.limit],
+      [
+        req.shards.map((s) => s.shard),
+        req.shards.map((s) => s.epoch),
+        req.owner,
+        req.minAgeMs,
+        req.limit,
+        req.exclude ?? [],
+      ],
     );
     return rows.map((r) => {
       const event = fireEventFromSnapshot(r.event);
