@@ -2,7 +2,7 @@
  * The executor's batching producer against real Kafka: sends from concurrent fires to several
  * topics go out together, and a topic that does not exist fails only its own messages.
  */
-import { BatchingProducer } from '@tickwork/execution';
+import { BatchingProducer, KafkaRunner } from '@tickwork/execution';
 import type { MessageBus, MessageProducer } from '@tickwork/messaging';
 import { testKafkaBus, TopicTap } from '../support/kafka';
 
@@ -56,5 +56,48 @@ describe('batching producer', () => {
     const first = taps[0]!.messages.find((m) => m.headers.n === '7')!;
     expect(first.key?.toString()).toBe('k7');
     expect(first.value?.toString()).toBe('v7');
+  });
+
+  it('publishes the Kafka targets of a group of fires together; each call gets its own outcome', async () => {
+    const runner = new KafkaRunner(new BatchingProducer(producer), ['tickwork.fires']);
+    const request = (n: number) => ({
+      jobId: `job-${n}`,
+      tenantId: 'acme',
+      fenceToken: n,
+      fireId: `job-${n}:${n}`,
+      scheduledFor: new Date(),
+      attempt: 1,
+      body: JSON.stringify({ n }),
+    });
+    const to = (topic: string) => ({ type: 'kafka' as const, topic, key: null, headers: { via: 'many' } });
+    const outcomes = await runner.runMany([
+      { target: to(a), request: request(1) },
+      { target: to('tickwork.fires'), request: request(2) },
+      { target: to(b), request: request(3) },
+      { target: to('not a topic!'), request: request(4) },
+      { target: to(missing), request: request(5) },
+      { target: to(a), request: request(6) },
+    ]);
+    expect(outcomes.map((o) => o.ok)).toEqual([true, false, true, false, false, true]);
+    expect(outcomes[1]).toMatchObject({ refused: true, retryable: false });
+    expect(outcomes[3]!.error).toMatch(/^INVALID_TARGET/);
+    expect(outcomes[4]).toMatchObject({ retryable: true });
+    expect(outcomes[4]!.error).toMatch(/^KAFKA: /);
+
+    const [tapA, tapB] = taps.length ? taps : await Promise.all([TopicTap.open(a), TopicTap.open(b)]);
+    await until(
+      'the group to arrive',
+      () =>
+        ['1', '6'].every((n) => tapA!.messages.some((m) => m.headers['tickwork-fence-token'] === n)) &&
+        tapB!.messages.some((m) => m.headers['tickwork-fence-token'] === '3'),
+    );
+    const six = tapA!.messages.find((m) => m.headers['tickwork-fence-token'] === '6')!;
+    expect(six.key?.toString()).toBe('job-6');
+    expect(JSON.parse(six.value!.toString())).toEqual({ n: 6 });
+    expect(six.headers).toMatchObject({
+      via: 'many',
+      'tickwork-fire-id': 'job-6:6',
+      'tickwork-attempt': '1',
+    });
   });
 });

@@ -17,6 +17,14 @@ export interface AttemptOutcome {
 export interface TargetRunner<T> {
   /** `signal` cuts the call short; without one it runs to its own timeout. */
   run(target: T, request: TargetRequest, signal?: AbortSignal): Promise<AttemptOutcome>;
+  /** Runs several calls together, outcomes in order (absent: one `run` each). */
+  runMany?(calls: readonly TargetCall<T>[]): Promise<AttemptOutcome[]>;
+}
+
+/** One call of `runMany`. */
+export interface TargetCall<T> {
+  readonly target: T;
+  readonly request: TargetRequest;
 }
 
 /** What a target call carries besides the target itself. */

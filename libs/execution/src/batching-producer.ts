@@ -14,8 +14,8 @@ interface Pending {
   readonly topic: string;
   readonly message: OutboundMessage;
   readonly bytes: number;
-  resolve(): void;
-  reject(e: unknown): void;
+  /** Called once: with no argument when Kafka acknowledged the message, else with the error. */
+  settle(error?: unknown): void;
 }
 
 export interface BatchingOptions {
@@ -45,7 +45,36 @@ export class BatchingProducer {
   /** Resolves once Kafka acknowledged this message (acks=all), or rejects with its topic's error. */
   send(topic: string, message: OutboundMessage): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      this.items.push({ topic, message, bytes: (message.value?.length ?? 0) + 64, resolve, reject });
+      this.items.push({
+        topic,
+        message,
+        bytes: bytesOf(message),
+        settle: (e?: unknown) => (e === undefined ? resolve() : reject(e)),
+      });
+      this.schedule();
+    });
+  }
+
+  /**
+   * Sends several messages to one topic in the same batches as other sends; resolves once every
+   * one is settled, with undefined for each acknowledged message and the error for each failed one.
+   */
+  sendMany(topic: string, messages: readonly OutboundMessage[]): Promise<(unknown | undefined)[]> {
+    if (messages.length === 0) return Promise.resolve([]);
+    return new Promise((resolve) => {
+      const errors = new Array<unknown>(messages.length);
+      let open = messages.length;
+      messages.forEach((message, i) => {
+        this.items.push({
+          topic,
+          message,
+          bytes: bytesOf(message),
+          settle: (e?: unknown) => {
+            errors[i] = e;
+            if (--open === 0) resolve(errors);
+          },
+        });
+      });
       this.schedule();
     });
   }
@@ -94,10 +123,12 @@ export class BatchingProducer {
       await this.producer.send(
         [...byTopic].map(([topic, ps]) => ({ topic, messages: ps.map((p) => p.message) })),
       );
-      for (const p of batch) p.resolve();
-    } catch (e) {
+      for (const p of batch) p.settle();
+    } catch (thrown) {
+      // settle() with no argument means acknowledged: a failure always settles with an error.
+      const e = thrown ?? new Error('send failed');
       if (byTopic.size === 1) {
-        for (const p of batch) p.reject(e);
+        for (const p of batch) p.settle(e);
         return;
       }
       // Which topic failed is not known: each is sent again alone. A message of a topic that did
@@ -106,8 +137,8 @@ export class BatchingProducer {
       await Promise.all(
         [...byTopic].map(([topic, ps]) =>
           this.producer.send([{ topic, messages: ps.map((p) => p.message) }]).then(
-            () => ps.forEach((p) => p.resolve()),
-            (err: unknown) => ps.forEach((p) => p.reject(err)),
+            () => ps.forEach((p) => p.settle()),
+            (err: unknown) => ps.forEach((p) => p.settle(err ?? new Error('send failed'))),
           ),
         ),
       );
@@ -118,4 +149,8 @@ export class BatchingProducer {
   pending(): number {
     return this.items.length + this.inFlight;
   }
+}
+
+function bytesOf(message: OutboundMessage): number {
+  return (message.value?.length ?? 0) + 64;
 }

@@ -47,6 +47,27 @@ describe('Coalescer', () => {
     expect(maxRunning).toBe(1);
   });
 
+  it("keeps a caller's many items together in one batch, beside single items, each caller its own results", async () => {
+    const batches: number[][] = [];
+    const c = new Coalescer<number, string>(
+      async (items) => {
+        batches.push(items);
+        return items.map((i) => `r${i}`);
+      },
+      { maxBatch: 4, maxInFlight: 1 },
+    );
+    const [one, many, two, more] = await Promise.all([
+      c.submit(1),
+      c.submitMany([2, 3, 4]),
+      c.submit(5),
+      c.submitMany([6, 7, 8, 9, 10]),
+    ]);
+    expect([one, many, two, more]).toEqual(['r1', ['r2', 'r3', 'r4'], 'r5', ['r6', 'r7', 'r8', 'r9', 'r10']]);
+    // [2, 3, 4] is not split to fill a batch; [6..10] is bigger than a batch and goes alone.
+    expect(batches).toEqual([[1, 2, 3, 4], [5], [6, 7, 8, 9, 10]]);
+    expect(await c.submitMany([])).toEqual([]);
+  });
+
   it('rejects every caller of a failed batch, and keeps working afterwards', async () => {
     let fail = true;
     const c = new Coalescer<number, number>(

@@ -25,7 +25,9 @@ export interface BatchRunStore extends RunLedger {
 
 /** Collects submitted items and runs them through `run` in batches; each caller gets its own result. */
 export class Coalescer<I, O> {
-  private queue: { item: I; resolve(o: O): void; reject(e: unknown): void }[] = [];
+  // A caller's items stay together in one batch (submitMany), so a batch may exceed maxBatch by
+  // one caller's items less one.
+  private queue: { items: readonly I[]; resolve(o: O[]): void; reject(e: unknown): void }[] = [];
   private inFlight = 0;
   private scheduled = false;
 
@@ -37,7 +39,16 @@ export class Coalescer<I, O> {
   /** Resolves with this item's result once its batch ran. */
   submit(item: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
-      this.queue.push({ item, resolve, reject });
+      this.queue.push({ items: [item], resolve: (o) => resolve(o[0]!), reject });
+      this.schedule();
+    });
+  }
+
+  /** Resolves with these items' results, in order, once their batch ran (all in the same one). */
+  submitMany(items: readonly I[]): Promise<O[]> {
+    if (items.length === 0) return Promise.resolve([]);
+    return new Promise<O[]>((resolve, reject) => {
+      this.queue.push({ items, resolve, reject });
       this.schedule();
     });
   }
@@ -53,11 +64,25 @@ export class Coalescer<I, O> {
 
   private flush(): void {
     while (this.queue.length > 0 && this.inFlight < this.opts.maxInFlight) {
-      const batch = this.queue.splice(0, this.opts.maxBatch);
+      let n = 0;
+      let size = 0;
+      while (n < this.queue.length && (n === 0 || size + this.queue[n]!.items.length <= this.opts.maxBatch)) {
+        size += this.queue[n]!.items.length;
+        n++;
+      }
+      const batch = this.queue.splice(0, n);
+      const items: I[] = [];
+      for (const b of batch) for (const item of b.items) items.push(item);
       this.inFlight++;
-      this.run(batch.map((b) => b.item))
+      this.run(items)
         .then(
-          (results) => batch.forEach((b, i) => b.resolve(results[i]!)),
+          (results) => {
+            let at = 0;
+            for (const b of batch) {
+              b.resolve(results.slice(at, at + b.items.length));
+              at += b.items.length;
+            }
+          },
           (e: unknown) => batch.forEach((b) => b.reject(e)),
         )
         .finally(() => {
@@ -130,6 +155,21 @@ export class CoalescingLedger implements RunLedger {
       return this.store.recordUnleasedRun(run);
     this.recordOwner = run.owner;
     return this.unleasedRecords.submit(run);
+  }
+
+  /** mayRunUnleased of several fires, in the same statement as other callers' checks. */
+  mayRunUnleasedMany(keys: readonly FireKey[]): Promise<boolean[]> {
+    return this.unleasedChecks.submitMany(keys);
+  }
+
+  /** recordUnleasedRun of several runs (one owner), in the same insert as other callers' runs. */
+  recordUnleasedRuns(runs: readonly UnleasedRun[]): Promise<boolean[]> {
+    const owner = runs[0]?.owner;
+    if (owner === undefined) return Promise.resolve([]);
+    if ((this.recordOwner !== undefined && this.recordOwner !== owner) || runs.some((r) => r.owner !== owner))
+      return this.store.recordUnleasedRuns(runs);
+    this.recordOwner = owner;
+    return this.unleasedRecords.submitMany(runs);
   }
 
   markHandedOff(key: FireKey, status: 'RETRYING' | 'DEAD_LETTERED', attempt: number): Promise<void> {

@@ -472,4 +472,148 @@ describe('FireExecutor', () => {
     expect(r).toMatchObject({ kind: 'later', afterMs: 1_500 });
     expect(s.log).toEqual([]);
   });
+
+  describe('executeMany', () => {
+    const kafka = (fenceToken: number, over: Partial<FireEvent> = {}): FireEvent => ({
+      ...fire,
+      fenceToken,
+      fireId: `j:${fenceToken}`,
+      target: { type: 'kafka', topic: 'orders', key: null, headers: {} },
+      ...over,
+    });
+
+    /** The ledger and sink with their batch forms, answering per fence token. */
+    class BatchScript extends Script {
+      notAllowed = new Set<number>();
+      recordedElsewhere = new Set<number>();
+      async mayRunUnleasedMany(keys: readonly FireKey[]): Promise<boolean[]> {
+        this.log.push(`check ${keys.map((k) => k.fenceToken).join(',')}`);
+        return keys.map((k) => !this.notAllowed.has(k.fenceToken));
+      }
+      async recordUnleasedRuns(runs: readonly UnleasedRun[]): Promise<boolean[]> {
+        this.log.push(`record ${runs.map((r) => r.fire.fenceToken).join(',')}`);
+        return runs.map((r) => !this.recordedElsewhere.has(r.fire.fenceToken));
+      }
+      async publishResults(results: readonly FireResult[]): Promise<void> {
+        this.log.push(`results ${results.map((r) => `${r.fenceToken}:${r.outcome}`).join(',')}`);
+      }
+    }
+
+    /** A Kafka runner with its batch form; a fence token in `failing` fails its produce. */
+    class BatchTarget extends Target {
+      failing = new Set<number>();
+      batches: number[][] = [];
+      ack: Promise<void> = Promise.resolve();
+      async runMany(calls: readonly { request: TargetRequest }[]): Promise<AttemptOutcome[]> {
+        this.batches.push(calls.map((c) => c.request.fenceToken));
+        await this.ack;
+        return calls.map((c) =>
+          this.failing.has(c.request.fenceToken)
+            ? { ok: false, httpStatus: null, error: 'KAFKA: broker down', retryable: true }
+            : { ok: true, httpStatus: null, error: null, retryable: false },
+        );
+      }
+    }
+
+    function batchSetup() {
+      const s = new BatchScript();
+      const t = new BatchTarget();
+      const ex = new FireExecutor(s, t, t, s, {
+        owner: 'me',
+        runLeaseMs: 30_000,
+        heartbeatMs: 10_000,
+        runRetentionMs: 30 * 86_400_000,
+        now: () => now,
+        random: () => 0.5,
+      });
+      return { s, t, ex, stop: new AbortController() };
+    }
+
+    it("runs Kafka targets' first attempts together: one check, one produce batch, one insert, one result batch", async () => {
+      const { s, t, ex, stop } = batchSetup();
+      const fires = [kafka(1), kafka(2), kafka(3)];
+      const reports = await Promise.all(ex.executeMany(fires, stop.signal, [{}, {}, {}]));
+      expect(reports.map((r) => r.kind === 'executed' && r.outcome)).toEqual([
+        'SUCCEEDED',
+        'SUCCEEDED',
+        'SUCCEEDED',
+      ]);
+      expect(t.batches).toEqual([[1, 2, 3]]);
+      expect(t.calls).toEqual([]);
+      expect(s.log).toEqual(['check 1,2,3', 'record 1,2,3', 'results 1:SUCCEEDED,2:SUCCEEDED,3:SUCCEEDED']);
+    });
+
+    it('hands on what the batch cannot finish: leased when a run exists, retried under a lease when its produce failed, duplicate when recorded elsewhere', async () => {
+      const { s, t, ex, stop } = batchSetup();
+      s.notAllowed.add(2);
+      t.failing.add(3);
+      s.recordedElsewhere.add(4);
+      const reports = await Promise.all(
+        ex.executeMany([kafka(1), kafka(2), kafka(3), kafka(4)], stop.signal, [{}, {}, {}, {}]),
+      );
+      expect(reports[0]).toMatchObject({ kind: 'executed', outcome: 'SUCCEEDED' });
+      expect(reports[1]).toMatchObject({ kind: 'executed', outcome: 'SUCCEEDED' });
+      expect(reports[2]).toMatchObject({ kind: 'executed', outcome: 'RETRYING' });
+      expect(reports[3]).toEqual({ kind: 'duplicate', reason: 'RECORDED_ELSEWHERE' });
+      // Each produced once: 2 on the leased way (one call of its own), 3 not again after failing.
+      expect(t.batches).toEqual([[1, 3, 4]]);
+      expect(t.calls.map((c) => c.fenceToken)).toEqual([2]);
+      expect(s.log.slice(0, 3)).toEqual(['check 1,2,3,4', 'record 1,4', 'results 1:SUCCEEDED']);
+      // Then 2 and 3 on the leased way, side by side: each records before it hands on.
+      const leased = s.log.slice(3);
+      expect([...leased].sort()).toEqual(
+        [
+          'begin',
+          'begin',
+          'complete SUCCEEDED L1',
+          'result 1 SUCCEEDED',
+          'complete RETRYING L1 next=2026-06-01T12:00:00.500Z',
+          'retry attempt=2 at=2026-06-01T12:00:00.500Z',
+          'handed-off RETRYING 1',
+          'result 1 RETRYING',
+        ].sort(),
+      );
+      const at = (l: string) => leased.findIndex((x) => x.startsWith(l));
+      expect(at('complete RETRYING')).toBeLessThan(at('retry attempt=2'));
+      expect(at('retry attempt=2')).toBeLessThan(at('handed-off'));
+      expect(at('handed-off')).toBeLessThan(at('result 1 RETRYING'));
+      expect(at('complete SUCCEEDED')).toBeLessThan(at('result 1 SUCCEEDED'));
+    });
+
+    it('runs webhooks, later attempts and fires ahead of their time one by one', async () => {
+      const { s, t, ex, stop } = batchSetup();
+      const reports = await Promise.all(
+        ex.executeMany(
+          [fire, kafka(2, { attempt: 2 }), kafka(3, { scheduledFor: new Date(now.getTime() + 1_000) })],
+          stop.signal,
+          [{}, {}, {}],
+        ),
+      );
+      expect(reports.map((r) => r.kind)).toEqual(['executed', 'executed', 'later']);
+      expect(t.batches).toEqual([]);
+      expect(s.log.filter((l) => l.startsWith('check'))).toEqual([]);
+    });
+
+    it('runs a fire that is twice in the group once; the copy comes back later', async () => {
+      const { t, ex, stop } = batchSetup();
+      const reports = await Promise.all(
+        ex.executeMany([kafka(1), kafka(1), kafka(2)], stop.signal, [{}, {}, {}]),
+      );
+      expect(reports[0]).toMatchObject({ kind: 'executed' });
+      expect(reports[1]).toMatchObject({ kind: 'later', why: 'the same fire is running here' });
+      expect(reports[2]).toMatchObject({ kind: 'executed' });
+      expect(t.batches).toEqual([[1, 2]]);
+    });
+
+    it('on stop, stops waiting for the acks, records nothing and acknowledges none', async () => {
+      const { s, t, ex, stop } = batchSetup();
+      t.ack = new Promise(() => undefined); // the acks never come
+      const running = Promise.all(ex.executeMany([kafka(1), kafka(2)], stop.signal, [{}, {}]));
+      await new Promise((r) => setImmediate(r));
+      stop.abort();
+      expect(await running).toEqual([{ kind: 'abandoned' }, { kind: 'abandoned' }]);
+      expect(s.log).toEqual(['check 1,2']);
+      expect(getEventListeners(stop.signal, 'abort').length).toBeLessThanOrEqual(1);
+    });
+  });
 });

@@ -33,6 +33,10 @@ export interface RunLedger {
   mayRunUnleased(key: FireKey): Promise<boolean>;
   /** Records a successful first attempt that ran without a lease; false when another run was recorded first. */
   recordUnleasedRun(run: UnleasedRun): Promise<boolean>;
+  /** mayRunUnleased of several fires at once (absent: one call each). */
+  mayRunUnleasedMany?(keys: readonly FireKey[]): Promise<boolean[]>;
+  /** recordUnleasedRun of several runs at once (absent: one call each). */
+  recordUnleasedRuns?(runs: readonly UnleasedRun[]): Promise<boolean[]>;
 }
 
 export interface ExecutorOptions {
@@ -89,6 +93,25 @@ const STOPPED: AttemptOutcome = {
   aborted: true,
 };
 const LEDGER_UNREACHABLE_RETRY_MS = 1_000;
+const LEASED = { kind: 'leased' } as const;
+const ABANDONED = { kind: 'report', report: { kind: 'abandoned' } } as const;
+
+/** How a first attempt without a lease went: done, its produce failed, or it must take a lease. */
+type Unleased =
+  | { readonly kind: 'report'; readonly report: ExecutionReport }
+  | FailedUnleased
+  | { readonly kind: 'leased' };
+
+/** A first attempt whose produce failed without a lease: recorded and decided under one. */
+interface FailedUnleased {
+  readonly kind: 'failed';
+  readonly outcome: AttemptOutcome;
+  readonly startedAt: Date;
+}
+
+function unleasedId(fire: FireEvent): string {
+  return `${fire.jobId}\u0000${fire.fenceToken}`;
+}
 
 export class FireExecutor {
   private readonly now: () => Date;
@@ -125,15 +148,63 @@ export class FireExecutor {
     return this.run(fire, stopping, ctx);
   }
 
+  /**
+   * Executes several deliveries (taken from one partition together); one report each, in order.
+   * The first attempts of Kafka targets among them that are due go through together: one ledger
+   * check, one batch of produces, one insert, one batch of results, in the order `execute` takes
+   * for one. Every other delivery, and any of those the batch hands on, runs as `execute` runs it.
+   */
+  executeMany(
+    fires: readonly FireEvent[],
+    stopping: AbortSignal,
+    ctxs: readonly DeliveryContext[],
+  ): Promise<ExecutionReport>[] {
+    const reports = new Array<Promise<ExecutionReport>>(fires.length);
+    const together: number[] = [];
+    const nowMs = this.now().getTime();
+    fires.forEach((fire, i) => {
+      const age = nowMs - fire.scheduledFor.getTime();
+      if (fire.target.type === 'kafka' && fire.attempt === 1 && age >= 0 && age <= this.opts.runRetentionMs)
+        together.push(i);
+      else reports[i] = this.execute(fire, stopping, ctxs[i]);
+    });
+    if (together.length === 1) {
+      const i = together[0]!;
+      reports[i] = this.execute(fires[i]!, stopping, ctxs[i]);
+    } else if (together.length > 1) {
+      const batch = this.runUnleasedMany(
+        together.map((i) => fires[i]!),
+        stopping,
+      );
+      together.forEach((i, k) => {
+        reports[i] = batch.then((outcomes) => {
+          const u = outcomes[k]!;
+          if (u.kind === 'report') return u.report;
+          return this.runLeased(fires[i]!, stopping, ctxs[i] ?? {}, u.kind === 'failed' ? u : undefined);
+        });
+      });
+    }
+    return reports;
+  }
+
   /** From the lease to the recorded outcome, holding a slot for a webhook call. */
   private async run(fire: FireEvent, stopping: AbortSignal, ctx: DeliveryContext): Promise<ExecutionReport> {
-    let failedUnleased: { outcome: AttemptOutcome; startedAt: Date } | undefined;
+    let failedUnleased: FailedUnleased | undefined;
     if (fire.target.type === 'kafka' && fire.attempt === 1) {
       const unleased = await this.runUnleased(fire, fire.target, stopping);
       if (unleased.kind === 'report') return unleased.report;
       if (unleased.kind === 'failed') failedUnleased = unleased;
     }
+    return this.runLeased(fire, stopping, ctx, failedUnleased);
+  }
 
+  /** The leased way: `failedUnleased`, a first attempt whose produce failed without a lease. */
+  private async runLeased(
+    fire: FireEvent,
+    stopping: AbortSignal,
+    ctx: DeliveryContext,
+    failedUnleased: FailedUnleased | undefined,
+  ): Promise<ExecutionReport> {
     const start = await this.runs.beginRun(fire, this.opts.owner, this.opts.runLeaseMs);
     const leasedAt = Date.now();
     if (start.action === 'skip') return this.onSkip(fire, start, ctx);
@@ -238,16 +309,8 @@ export class FireExecutor {
    * Anything else goes the leased way: a recorded run (a re-delivery), a deleted job, and a failed
    * produce, whose retry is decided and recorded under a lease ('failed').
    */
-  private async runUnleased(
-    fire: FireEvent,
-    target: KafkaTarget,
-    stopping: AbortSignal,
-  ): Promise<
-    | { readonly kind: 'report'; readonly report: ExecutionReport }
-    | { readonly kind: 'failed'; readonly outcome: AttemptOutcome; readonly startedAt: Date }
-    | { readonly kind: 'leased' }
-  > {
-    const id = `${fire.jobId}\u0000${fire.fenceToken}`;
+  private async runUnleased(fire: FireEvent, target: KafkaTarget, stopping: AbortSignal): Promise<Unleased> {
+    const id = unleasedId(fire);
     // Two copies of one fire here at once (a relay re-published it): the second waits for the
     // first, then finds its run. Checked again after the read, which the first may have raced.
     if (this.unleased.has(id)) return SAME_FIRE_HERE;
@@ -284,6 +347,95 @@ export class FireExecutor {
       return { kind: 'report', report: { kind: 'executed', outcome: 'SUCCEEDED', result } };
     } finally {
       this.unleased.delete(id);
+    }
+  }
+
+  /**
+   * `runUnleased` for several fires (Kafka targets, first attempts, due) at once: one check, one
+   * batch of produces, one insert of the runs, one batch of results. A fire already running
+   * here, or twice in `fires`, waits like a second copy does in `runUnleased`.
+   */
+  private async runUnleasedMany(fires: readonly FireEvent[], stopping: AbortSignal): Promise<Unleased[]> {
+    const out = new Array<Unleased>(fires.length);
+    const ids = fires.map(unleasedId);
+    const asked: number[] = [];
+    ids.forEach((id, i) => {
+      if (this.unleased.has(id)) out[i] = SAME_FIRE_HERE;
+      else asked.push(i);
+    });
+    const keys = asked.map((i): FireKey => ({ jobId: fires[i]!.jobId, fenceToken: fires[i]!.fenceToken }));
+    const allowed = this.runs.mayRunUnleasedMany
+      ? await this.runs.mayRunUnleasedMany(keys)
+      : await Promise.all(keys.map((k) => this.runs.mayRunUnleased(k)));
+    const mine: number[] = [];
+    asked.forEach((i, k) => {
+      if (!allowed[k]) out[i] = LEASED;
+      else if (this.unleased.has(ids[i]!)) out[i] = SAME_FIRE_HERE;
+      else {
+        this.unleased.add(ids[i]!);
+        mine.push(i);
+      }
+    });
+    if (mine.length === 0) return out;
+    try {
+      const startedAt = this.now();
+      const began = Date.now();
+      // As in runUnleased: stopping only stops the wait for the acks.
+      let stop!: () => void;
+      const stopped = new Promise<null>((resolve) => (stop = () => resolve(null)));
+      const untrack = this.track(stopping, { abort: stop });
+      const calls = mine.map((i) => ({
+        target: fires[i]!.target as KafkaTarget,
+        request: requestOf(fires[i]!),
+      }));
+      const sends = this.kafka.runMany
+        ? this.kafka.runMany(calls)
+        : Promise.all(calls.map((c) => this.kafka.run(c.target, c.request)));
+      const outcomes = await Promise.race([sends, stopped]).finally(untrack);
+      if (outcomes === null) {
+        for (const i of mine) out[i] = ABANDONED;
+        return out;
+      }
+      const sent: number[] = [];
+      const runs: UnleasedRun[] = [];
+      const durationMs = Date.now() - began;
+      mine.forEach((i, k) => {
+        const outcome = outcomes[k]!;
+        if (!outcome.ok) out[i] = { kind: 'failed', outcome, startedAt };
+        else {
+          sent.push(i);
+          runs.push({ fire: fires[i]!, owner: this.opts.owner, durationMs, httpStatus: outcome.httpStatus });
+        }
+      });
+      if (sent.length === 0) return out;
+      const recorded = this.runs.recordUnleasedRuns
+        ? await this.runs.recordUnleasedRuns(runs)
+        : await Promise.all(runs.map((r) => this.runs.recordUnleasedRun(r)));
+      const finishedAt = this.now();
+      const results: FireResult[] = [];
+      const executed: number[] = [];
+      sent.forEach((i, k) => {
+        const fire = fires[i]!;
+        if (recorded[k]) {
+          results.push(resultOf(fire, startedAt, finishedAt, 'SUCCEEDED', runs[k]!.httpStatus, null));
+          executed.push(i);
+        } else {
+          // A concurrent delivery recorded a run of this fire first; that run owns the outcome.
+          this.events.onDuplicate?.(fire, 'RECORDED_ELSEWHERE');
+          out[i] = { kind: 'report', report: { kind: 'duplicate', reason: 'RECORDED_ELSEWHERE' } };
+        }
+      });
+      if (results.length === 0) return out;
+      if (this.sink.publishResults) await this.sink.publishResults(results);
+      else await Promise.all(results.map((r) => this.sink.publishResult(r)));
+      executed.forEach((i, k) => {
+        const result = results[k]!;
+        this.events.onExecuted?.(fires[i]!, result);
+        out[i] = { kind: 'report', report: { kind: 'executed', outcome: 'SUCCEEDED', result } };
+      });
+      return out;
+    } finally {
+      for (const i of mine) this.unleased.delete(ids[i]!);
     }
   }
 

@@ -8,7 +8,7 @@
 import { UndecodableMessageError, type EventCodecs, type InboundMessage } from '@tickwork/messaging';
 import type { FireEvent } from '@tickwork/domain';
 import { bindTraceContext, extractTraceContext, traceCarrier } from '@tickwork/telemetry';
-import type { FireExecutor } from './fire-executor';
+import type { ExecutionReport, FireExecutor } from './fire-executor';
 import { HEADERS, sourceOf, type KafkaOutcomeSink } from './outcome-sink';
 import type { MessageProcessor, ProcessResult } from './partition-flow';
 
@@ -46,19 +46,8 @@ export class FireMessageProcessor implements MessageProcessor {
 
   /** Decodes and executes one fire message. */
   async process(message: InboundMessage, signal: AbortSignal): Promise<ProcessResult> {
-    let fire: FireEvent;
-    try {
-      fire = await this.codecs.decodeFire(message.value);
-    } catch (e) {
-      if (!(e instanceof UndecodableMessageError)) throw e;
-      await this.sink.deadLetterRaw(message, e.message);
-      this.events.onPoison?.(message, e.message);
-      return DONE;
-    }
-    // The fire carries its trace on: what the executor sends for it continues this trace even
-    // when no span is active (nothing exported, no async context).
-    if (message.headers.traceparent)
-      bindTraceContext(fire, traceCarrier(extractTraceContext(message.headers)));
+    const fire = await this.decode(message);
+    if (fire === undefined) return DONE;
     if (this.tierDelays.has(message.topic)) {
       const notBefore = notBeforeOf(message);
       const wait = notBefore === undefined ? 0 : notBefore - this.now();
@@ -70,17 +59,62 @@ export class FireMessageProcessor implements MessageProcessor {
         return DONE;
       }
     }
-    const report = await this.executor.execute(fire, signal, { source: sourceOf(message) });
-    switch (report.kind) {
-      case 'executed':
-      case 'duplicate':
-      case 'lease-lost':
-        return DONE;
-      case 'later':
-        return { kind: 'later', afterMs: report.afterMs };
-      case 'abandoned':
-        return { kind: 'abandon' };
+    return resultOf(await this.executor.execute(fire, signal, { source: sourceOf(message) }));
+  }
+
+  /**
+   * Fire messages of one partition, decoded and executed together (see FireExecutor.executeMany);
+   * retry tiers, whose messages wait for their not-before, one at a time. One result each.
+   */
+  processMany(messages: readonly InboundMessage[], signal: AbortSignal): Promise<ProcessResult>[] {
+    if (messages.some((m) => this.tierDelays.has(m.topic)))
+      return messages.map((m) => this.process(m, signal));
+    const decoded = Promise.all(messages.map((m) => this.decode(m)));
+    const reports = decoded.then((fires) => {
+      const kept: number[] = [];
+      fires.forEach((f, i) => f !== undefined && kept.push(i));
+      const executed = this.executor.executeMany(
+        kept.map((i) => fires[i]!),
+        signal,
+        kept.map((i) => ({ source: sourceOf(messages[i]!) })),
+      );
+      const byMessage = new Array<Promise<ProcessResult>>(messages.length).fill(Promise.resolve(DONE));
+      for (let k = 0; k < kept.length; k++) byMessage[kept[k]!] = executed[k]!.then(resultOf);
+      return byMessage;
+    });
+    return messages.map((_, i) => reports.then((r) => r[i]!));
+  }
+
+  /** The fire in `message`, or undefined when it is not one (then dead-lettered raw, with the reason). */
+  private async decode(message: InboundMessage): Promise<FireEvent | undefined> {
+    let fire: FireEvent;
+    try {
+      fire = await this.codecs.decodeFire(message.value);
+    } catch (e) {
+      if (!(e instanceof UndecodableMessageError)) throw e;
+      await this.sink.deadLetterRaw(message, e.message);
+      this.events.onPoison?.(message, e.message);
+      return undefined;
     }
+    // The fire carries its trace on: what the executor sends for it continues this trace even
+    // when no span is active (nothing exported, no async context).
+    if (message.headers.traceparent)
+      bindTraceContext(fire, traceCarrier(extractTraceContext(message.headers)));
+    return fire;
+  }
+}
+
+/** What an execution report means for the delivery. */
+function resultOf(report: ExecutionReport): ProcessResult {
+  switch (report.kind) {
+    case 'executed':
+    case 'duplicate':
+    case 'lease-lost':
+      return DONE;
+    case 'later':
+      return { kind: 'later', afterMs: report.afterMs };
+    case 'abandoned':
+      return { kind: 'abandon' };
   }
 }
 

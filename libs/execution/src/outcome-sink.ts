@@ -42,6 +42,8 @@ export interface SinkTopics {
 /** What the executor sends out; implemented over Kafka by KafkaOutcomeSink. */
 export interface FireOutcomeSink {
   publishResult(result: FireResult): Promise<void>;
+  /** Publishes several results; rejects if any of them failed (absent: one publishResult each). */
+  publishResults?(results: readonly FireResult[]): Promise<void>;
   scheduleRetry(fire: FireEvent, notBefore: Date, lastError: string): Promise<void>;
   deadLetter(fire: FireEvent, reason: DeadLetterReason, detail: string, source?: string): Promise<void>;
 }
@@ -66,6 +68,27 @@ export class KafkaOutcomeSink implements FireOutcomeSink {
         [HEADERS.attempt]: String(result.attempt),
       },
     });
+  }
+
+  /** Publishes several attempts' results in one batch of sends (no spans: the untraced path's). */
+  async publishResults(results: readonly FireResult[]): Promise<void> {
+    const topic = this.topics.fireResults;
+    const values = await Promise.all(results.map((r) => this.codecs.encodeResult(topic, r)));
+    const failures = await this.producer.sendMany(
+      topic,
+      results.map((r, i) => ({
+        key: r.jobId,
+        value: values[i]!,
+        headers: injectTraceContext({
+          ...boundTraceContext(r),
+          [HEADERS.fireId]: r.fireId,
+          [HEADERS.outcome]: r.outcome,
+          [HEADERS.attempt]: String(r.attempt),
+        }),
+      })),
+    );
+    const failed = failures.find((f) => f !== undefined);
+    if (failed !== undefined) throw failed;
   }
 
   /** Puts the fire (already carrying its next attempt number) on the retry tier for its delay. */

@@ -71,6 +71,15 @@ class ManualProcessor implements MessageProcessor {
   }
 }
 
+/** A ManualProcessor that also takes messages in groups, recording each group it was handed. */
+class GroupingProcessor extends ManualProcessor {
+  readonly groups: string[][] = [];
+  processMany(messages: readonly InboundMessage[]): Promise<ProcessResult>[] {
+    this.groups.push(messages.map((m) => m.offset));
+    return messages.map((m) => this.process(m));
+  }
+}
+
 const tick = () => new Promise((r) => setImmediate(r));
 
 describe('PartitionFlow', () => {
@@ -216,5 +225,72 @@ describe('PartitionFlow', () => {
     expect(commits).toContain(true);
     await flow.onBatch(batchOf('fires', 0, [2]).batch);
     expect(proc.started).toEqual(['1']);
+  });
+
+  describe('with a processor that takes groups', () => {
+    it('hands a batch over as one group up to the free slots; each message settles on its own', async () => {
+      const proc = new GroupingProcessor();
+      const flow = new PartitionFlow(new Control(), new Slots(3), proc);
+      const { batch, marked } = batchOf('fires', 0, [1, 2, 3, 4, 5]);
+      await flow.onBatch(batch);
+      expect(proc.groups).toEqual([['1', '2', '3']]);
+      proc.finish('2');
+      await tick();
+      expect(marked).toEqual([]); // 1 is not done
+      proc.finish('1');
+      await tick();
+      expect(marked).toEqual(['2']);
+      // The two freed slots went out together, after the releases of that turn.
+      expect(proc.groups).toEqual([
+        ['1', '2', '3'],
+        ['4', '5'],
+      ]);
+    });
+
+    it('gathers the slots a settling group frees into the next group, across partitions', async () => {
+      const proc = new GroupingProcessor();
+      const slots = new Slots(4);
+      const flow = new PartitionFlow(new Control(), slots, proc);
+      const a = batchOf('fires', 0, [1, 2, 3, 4, 5, 6, 7, 8]);
+      const b = batchOf('fires', 1, [11, 12, 13]);
+      await flow.onBatch(a.batch);
+      await flow.onBatch(b.batch);
+      expect(proc.groups).toEqual([['1', '2', '3', '4']]);
+      for (const o of ['1', '2', '3', '4']) proc.finish(o);
+      await tick();
+      await tick();
+      // Each waiting partition was handed a slot; the rest of the freed slots joined them, so
+      // they went out as one group per partition, not one message each.
+      expect(proc.groups.slice(1)).toEqual([['5', '6', '7'], ['11']]);
+      expect(slots.inUse()).toBe(4);
+      while (proc.running().length > 0) {
+        for (const o of proc.running()) proc.finish(o);
+        await tick();
+        await tick();
+      }
+      expect([...proc.started].sort()).toEqual(['1', '11', '12', '13', '2', '3', '4', '5', '6', '7', '8']);
+      expect(a.marked.at(-1)).toBe('8');
+      expect(b.marked.at(-1)).toBe('13');
+      expect(slots.inUse()).toBe(0);
+    });
+
+    it('gives back the slots kept for a partition that left the assignment', async () => {
+      const proc = new GroupingProcessor();
+      const slots = new Slots(2);
+      const flow = new PartitionFlow(new Control(), slots, proc);
+      flow.onAssignment(new Map([['fires', [0, 1]]]));
+      await flow.onBatch(batchOf('fires', 0, [1, 2]).batch);
+      await flow.onBatch(batchOf('fires', 1, [11, 12]).batch);
+      proc.finish('1');
+      proc.finish('2');
+      // Partition 1 is granted a freed slot (its group waits for the next turn); it leaves first.
+      for (let i = 0; i < 10; i++) await Promise.resolve();
+      expect(slots.inUse()).toBe(1);
+      flow.onAssignment(new Map([['fires', [0]]]));
+      await tick();
+      await tick();
+      expect(proc.started).not.toContain('11');
+      expect(slots.inUse()).toBe(0);
+    });
   });
 });

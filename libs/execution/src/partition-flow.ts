@@ -30,6 +30,11 @@ export interface MessageProcessor {
   holdUntil?(message: InboundMessage): number | undefined;
   /** Processes one message; a throw is treated as a transient failure and retried with backoff. */
   process(message: InboundMessage, signal: AbortSignal): Promise<ProcessResult>;
+  /**
+   * Processes messages of one partition together, one result each (as `process` would give it),
+   * each settling on its own. Absent: `process` for each.
+   */
+  processMany?(messages: readonly InboundMessage[], signal: AbortSignal): Promise<ProcessResult>[];
 }
 
 /** The consumer controls the flow needs (MessageConsumer has them). */
@@ -57,6 +62,9 @@ class PartitionWork {
   resolved = 0;
   running = 0;
   waitingForSlot = false;
+  /** Slots handed to this partition by a release and not used yet (see pump). */
+  granted = 0;
+  pumpScheduled = false;
   discarded = false;
 
   constructor(
@@ -73,6 +81,8 @@ class PartitionWork {
 }
 
 const MAX_TIMER_MS = 2_147_483_647;
+/** Messages handed to `processMany` at once, at most (each still takes a slot). */
+const MAX_GROUP = 500;
 const ERROR_BACKOFF_MS = { initial: 500, max: 30_000 };
 
 export interface FlowStats {
@@ -197,13 +207,34 @@ export class PartitionFlow {
   private pump(w: PartitionWork): void {
     // No new work while a rebalance may be taking partitions away; the assignment pumps again.
     while (w.ready.length > 0 && !w.discarded && !this.stopping && !this.suspended) {
-      if (!this.slots.tryAcquire()) {
+      if (this.processor.processMany && w.ready.length > 1) {
+        let n = 0;
+        while (n < w.ready.length && n < MAX_GROUP && this.takeSlot(w)) n++;
+        if (n > 0) {
+          this.runMany(w, w.ready.splice(0, n));
+          continue;
+        }
+      }
+      if (!this.takeSlot(w)) {
         if (!w.waitingForSlot) {
           w.waitingForSlot = true;
           this.slots.whenFree(() => {
             w.waitingForSlot = false;
             if (w.discarded || this.stopping || this.suspended || w.ready.length === 0) {
               this.slots.release();
+              return;
+            }
+            if (this.processor.processMany) {
+              // Slots free up many at a time (a group settles together): keep this one and pump
+              // once they have, so the freed slots go out as a group, not one message each.
+              w.granted++;
+              if (!w.pumpScheduled) {
+                w.pumpScheduled = true;
+                setImmediate(() => {
+                  w.pumpScheduled = false;
+                  this.pump(w);
+                });
+              }
               return;
             }
             const e = w.ready.shift()!;
@@ -215,15 +246,44 @@ export class PartitionFlow {
       }
       this.run(w, w.ready.shift()!);
     }
+    // Nothing (more) to run here: slots kept for this partition go back.
+    for (; w.granted > 0; w.granted--) this.slots.release();
+  }
+
+  /** A slot for `w`: one kept for it (granted), else a free one. */
+  private takeSlot(w: PartitionWork): boolean {
+    if (w.granted > 0) {
+      w.granted--;
+      return true;
+    }
+    return this.slots.tryAcquire();
   }
 
   /** Runs one message holding a slot already taken for it. */
   private run(w: PartitionWork, e: Entry): void {
+    this.settleWhenDone(w, e, this.processor.process(e.message, this.abort.signal));
+  }
+
+  /** Runs messages together (processMany), each holding a slot already taken for it. */
+  private runMany(w: PartitionWork, entries: readonly Entry[]): void {
+    let results: Promise<ProcessResult>[];
+    try {
+      results = this.processor.processMany!(
+        entries.map((e) => e.message),
+        this.abort.signal,
+      );
+    } catch (err) {
+      results = entries.map(() => Promise.reject(err));
+    }
+    entries.forEach((e, i) => this.settleWhenDone(w, e, results[i]!));
+  }
+
+  /** Marks `e` running; when `processing` settles, frees its slot and resolves, parks or drops it. */
+  private settleWhenDone(w: PartitionWork, e: Entry, processing: Promise<ProcessResult>): void {
     e.state = 'running';
     w.running++;
     this.running++;
-    this.processor
-      .process(e.message, this.abort.signal)
+    processing
       .catch((err: unknown): ProcessResult => {
         e.failures++;
         this.events.onError?.(err as Error, e.message, e.failures);

@@ -22,7 +22,7 @@ import {
   spansRecorded,
   type Span,
 } from '@tickwork/telemetry';
-import type { AttemptOutcome, TargetRequest, TargetRunner } from './attempt';
+import type { AttemptOutcome, TargetCall, TargetRequest, TargetRunner } from './attempt';
 import type { RunLedger } from './fire-executor';
 import type { MessageProcessor, ProcessResult } from './partition-flow';
 
@@ -35,6 +35,12 @@ export class TracedProcessor implements MessageProcessor {
     private readonly groupOf: (topic: string) => string,
   ) {
     if (inner.holdUntil) this.holdUntil = (m) => inner.holdUntil!(m);
+  }
+
+  /** Together when spans are not recorded; with spans, each delivery in its own consumer span. */
+  processMany(messages: readonly InboundMessage[], signal: AbortSignal): Promise<ProcessResult>[] {
+    if (spansRecorded() || !this.inner.processMany) return messages.map((m) => this.process(m, signal));
+    return this.inner.processMany(messages, signal);
   }
 
   process(message: InboundMessage, signal: AbortSignal): Promise<ProcessResult> {
@@ -148,6 +154,20 @@ export class TracedLedger implements RunLedger {
     );
   }
 
+  /** Batch check when spans are not recorded; with spans, one traced check per fire. */
+  mayRunUnleasedMany(keys: readonly FireKey[]): Promise<boolean[]> {
+    if (spansRecorded() || !this.inner.mayRunUnleasedMany)
+      return Promise.all(keys.map((k) => this.mayRunUnleased(k)));
+    return this.inner.mayRunUnleasedMany(keys);
+  }
+
+  /** Batch record when spans are not recorded; with spans, one traced record per run. */
+  recordUnleasedRuns(runs: readonly UnleasedRun[]): Promise<boolean[]> {
+    if (spansRecorded() || !this.inner.recordUnleasedRuns)
+      return Promise.all(runs.map((r) => this.recordUnleasedRun(r)));
+    return this.inner.recordUnleasedRuns(runs);
+  }
+
   recordUnleasedRun(run: UnleasedRun): Promise<boolean> {
     if (!spansRecorded()) return this.inner.recordUnleasedRun(run);
     return inSpan(
@@ -259,6 +279,22 @@ export class TracedKafkaRunner implements TargetRunner<KafkaTarget> {
         return outcome;
       },
     );
+  }
+
+  /** Several sends together when spans are not recorded; with spans, each its own (see run). */
+  async runMany(calls: readonly TargetCall<KafkaTarget>[]): Promise<AttemptOutcome[]> {
+    if (spansRecorded() || !this.inner.runMany)
+      return Promise.all(calls.map((c) => this.run(c.target, c.request)));
+    const started = performance.now();
+    const active = injectTraceContext({});
+    const outcomes = await this.inner.runMany(
+      calls.map((c) =>
+        c.request.traceHeaders ? c : { ...c, request: { ...c.request, traceHeaders: active } },
+      ),
+    );
+    const ms = performance.now() - started;
+    if (this.observe) for (const o of outcomes) this.observe('kafka', callOutcome(o), ms);
+    return outcomes;
   }
 }
 
