@@ -13,6 +13,15 @@ export interface AttemptOutcome {
   readonly retryAfterMs?: number;
 }
 
+/** The outcome of a call cut short because the run's lease was lost or the executor is stopping. */
+export const ABORTED_CALL: AttemptOutcome = {
+  ok: false,
+  httpStatus: null,
+  error: 'ABORTED: the run lease was lost or the executor is stopping',
+  retryable: true,
+  aborted: true,
+};
+
 /** Runs one fire against its target. Never throws: every failure is an outcome. */
 export interface TargetRunner<T> {
   /** `signal` cuts the call short; without one it runs to its own timeout. */

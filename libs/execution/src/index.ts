@@ -1,4 +1,4 @@
-export type { AttemptOutcome, TargetRequest, TargetRunner } from './attempt';
+export type { AttemptOutcome, TargetCall, TargetRequest, TargetRunner } from './attempt';
 export { WebhookRunner, parseRetryAfter, type WebhookRunnerOptions } from './webhook-runner';
 export { KafkaRunner } from './kafka-runner';
 export { BatchingProducer, type BatchingOptions } from './batching-producer';

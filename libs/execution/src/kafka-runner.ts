@@ -5,7 +5,13 @@
  */
 import type { KafkaTarget } from '@tickwork/domain';
 import type { OutboundMessage } from '@tickwork/messaging';
-import type { AttemptOutcome, TargetCall, TargetRequest, TargetRunner } from './attempt';
+import {
+  ABORTED_CALL,
+  type AttemptOutcome,
+  type TargetCall,
+  type TargetRequest,
+  type TargetRunner,
+} from './attempt';
 import type { BatchingProducer } from './batching-producer';
 
 const TOPIC_NAME = /^[A-Za-z0-9._-]{1,249}$/;
@@ -33,13 +39,7 @@ export class KafkaRunner implements TargetRunner<KafkaTarget> {
     } catch (e) {
       if (signal?.aborted) {
         send.catch(() => undefined);
-        return {
-          ok: false,
-          httpStatus: null,
-          error: 'ABORTED: the run lease was lost or the executor is stopping',
-          retryable: true,
-          aborted: true,
-        };
+        return ABORTED_CALL;
       }
       return failedSend(e);
     }

@@ -6,7 +6,7 @@
  */
 import { Agent, errors as undiciErrors, request } from 'undici';
 import type { WebhookTarget } from '@tickwork/domain';
-import type { AttemptOutcome, TargetRequest, TargetRunner } from './attempt';
+import { ABORTED_CALL, type AttemptOutcome, type TargetRequest, type TargetRunner } from './attempt';
 import { DestinationRefusedError, type DestinationGuard } from './destination-guard';
 import { guardedConnector, type Resolver } from './webhook-connector';
 import type { WebhookSigner } from './webhook-signer';
@@ -120,14 +120,7 @@ export class WebhookRunner implements TargetRunner<WebhookTarget> {
       await res.body.dump({ limit: RESPONSE_DRAIN_LIMIT, signal: combined }).catch(() => undefined);
       return classifyStatus(res.statusCode, target, res.headers, this.now());
     } catch (e) {
-      if (signal.aborted)
-        return {
-          ok: false,
-          httpStatus: null,
-          error: 'ABORTED: the run lease was lost or the executor is stopping',
-          retryable: true,
-          aborted: true,
-        };
+      if (signal.aborted) return ABORTED_CALL;
       if (timedOut)
         return {
           ok: false,
