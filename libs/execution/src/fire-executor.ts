@@ -85,13 +85,6 @@ const SAME_FIRE_HERE = {
   kind: 'report',
   report: { kind: 'later', afterMs: 50, why: 'the same fire is running here' },
 } as const;
-const STOPPED: AttemptOutcome = {
-  ok: false,
-  httpStatus: null,
-  error: 'ABORTED: the executor is stopping',
-  retryable: true,
-  aborted: true,
-};
 const LEDGER_UNREACHABLE_RETRY_MS = 1_000;
 const LEASED = { kind: 'leased' } as const;
 const ABANDONED = { kind: 'report', report: { kind: 'abandoned' } } as const;
@@ -321,14 +314,8 @@ export class FireExecutor {
     try {
       const startedAt = this.now();
       const began = Date.now();
-      // Stopping only stops the wait for the ack (a produce cannot be recalled). Tracked like a
-      // leased call, but without an AbortController per produce: creating one costs more than the
-      // rest of the produce's bookkeeping.
-      let stop!: () => void;
-      const stopped = new Promise<AttemptOutcome>((resolve) => (stop = () => resolve(STOPPED)));
-      const untrack = this.track(stopping, { abort: stop });
-      const outcome = await Promise.race([this.kafka.run(target, requestOf(fire)), stopped]).finally(untrack);
-      if (outcome.aborted) return { kind: 'report', report: { kind: 'abandoned' } };
+      const outcome = await this.untilStopped(this.kafka.run(target, requestOf(fire)), stopping);
+      if (outcome === undefined) return ABANDONED;
       if (!outcome.ok) return { kind: 'failed', outcome, startedAt };
       const recorded = await this.runs.recordUnleasedRun({
         fire,
@@ -380,10 +367,6 @@ export class FireExecutor {
     try {
       const startedAt = this.now();
       const began = Date.now();
-      // As in runUnleased: stopping only stops the wait for the acks.
-      let stop!: () => void;
-      const stopped = new Promise<null>((resolve) => (stop = () => resolve(null)));
-      const untrack = this.track(stopping, { abort: stop });
       const calls = mine.map((i) => ({
         target: fires[i]!.target as KafkaTarget,
         request: requestOf(fires[i]!),
@@ -391,8 +374,8 @@ export class FireExecutor {
       const sends = this.kafka.runMany
         ? this.kafka.runMany(calls)
         : Promise.all(calls.map((c) => this.kafka.run(c.target, c.request)));
-      const outcomes = await Promise.race([sends, stopped]).finally(untrack);
-      if (outcomes === null) {
+      const outcomes = await this.untilStopped(sends, stopping);
+      if (outcomes === undefined) {
         for (const i of mine) out[i] = ABANDONED;
         return out;
       }
@@ -581,6 +564,22 @@ export class FireExecutor {
       return { outcome, leaseUnconfirmed };
     } finally {
       clearInterval(heartbeat);
+      untrack();
+    }
+  }
+
+  /**
+   * Waits for `work` (produces: they cannot be recalled), or until `stopping` fires: then
+   * undefined. Tracked like a leased call, but without an AbortController per produce: creating
+   * one costs more than the rest of a produce's bookkeeping.
+   */
+  private async untilStopped<T>(work: Promise<T>, stopping: AbortSignal): Promise<T | undefined> {
+    let stop!: () => void;
+    const stopped = new Promise<undefined>((resolve) => (stop = () => resolve(undefined)));
+    const untrack = this.track(stopping, { abort: stop });
+    try {
+      return await Promise.race([work, stopped]);
+    } finally {
       untrack();
     }
   }

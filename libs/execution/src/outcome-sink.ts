@@ -62,11 +62,7 @@ export class KafkaOutcomeSink implements FireOutcomeSink {
     await this.send(this.topics.fireResults, result, {
       key: result.jobId,
       value,
-      headers: {
-        [HEADERS.fireId]: result.fireId,
-        [HEADERS.outcome]: result.outcome,
-        [HEADERS.attempt]: String(result.attempt),
-      },
+      headers: resultHeaders(result),
     });
   }
 
@@ -79,12 +75,7 @@ export class KafkaOutcomeSink implements FireOutcomeSink {
       results.map((r, i) => ({
         key: r.jobId,
         value: values[i]!,
-        headers: injectTraceContext({
-          ...boundTraceContext(r),
-          [HEADERS.fireId]: r.fireId,
-          [HEADERS.outcome]: r.outcome,
-          [HEADERS.attempt]: String(r.attempt),
-        }),
+        headers: injectTraceContext({ ...boundTraceContext(r), ...resultHeaders(r) }),
       })),
     );
     const failed = failures.find((f) => f !== undefined);
@@ -180,6 +171,11 @@ export class KafkaOutcomeSink implements FireOutcomeSink {
       headers: message.headers,
     });
   }
+}
+
+/** The headers of a result message (besides its trace context). */
+function resultHeaders(r: FireResult): Record<string, string> {
+  return { [HEADERS.fireId]: r.fireId, [HEADERS.outcome]: r.outcome, [HEADERS.attempt]: String(r.attempt) };
 }
 
 /** `topic/partition/offset` of a message, for dead-letter headers and logs. */
