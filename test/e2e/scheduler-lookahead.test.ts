@@ -171,3 +171,99 @@ describe('scheduler lookahead, bounded by TICKWORK_LOOKAHEAD_MAX_FIRES', () => {
       if (!urgent.includes(m)) expect(m.timestamp).toBeGreaterThanOrEqual(due);
   }, 90_000);
 });
+
+describe('scheduler lookahead across a crash', () => {
+  // A lookahead far longer than the relay age: a next owner must still publish held fires at
+  // their time, not as soon as the relay age after their claim.
+  const LONG_LOOKAHEAD_MS = 25_000;
+  const RELAY_AGE_MS = 1_000;
+  let db: TestDatabase;
+  let tap: TopicTap | undefined;
+  const apps: AppProcess[] = [];
+  const start = async () => {
+    const app = startApp(
+      'scheduler',
+      db.iso.env({
+        TICKWORK_SHARDS: String(SHARDS),
+        TICKWORK_TICK_MS: '100',
+        TICKWORK_LOOKAHEAD_MS: String(LONG_LOOKAHEAD_MS),
+        TICKWORK_OUTBOX_RELAY_AGE_MS: String(RELAY_AGE_MS),
+        TICKWORK_SHARD_LEASE_MS: '2000',
+      }),
+      await freePort(),
+    );
+    apps.push(app);
+    await app.ready();
+    return app;
+  };
+
+  beforeAll(async () => {
+    db = await testDatabase('lookahead-crash');
+  }, 120_000);
+  afterAll(async () => {
+    await Promise.all(apps.map((a) => a.kill()));
+    await tap?.close();
+    await db.close();
+  });
+
+  it('kill -9 while holding fires claimed ahead: the next owner publishes each at its time, none early, none lost', async () => {
+    const holder = await start();
+    // The scheduler provisions the topics: tap them once it is up.
+    tap = await TopicTap.open(`${db.iso.topicPrefix}.fires`);
+    const due = Date.now() + 20_000;
+    const ids = await seedJobs(db.pool, {
+      prefix: 'held',
+      count: 200,
+      shardCount: SHARDS,
+      schedule: () => ({ kind: 'once', at: new Date(due) }),
+      firstAt: () => new Date(due),
+      target: { type: 'kafka', topic: `${db.iso.topicPrefix}.unused`, key: null, headers: {} },
+    });
+    const claimers = async () =>
+      (
+        await db.pool.query<{ claimed_by: string; n: string }>(
+          'SELECT claimed_by, count(*) AS n FROM fires GROUP BY 1',
+        )
+      ).rows;
+    const [claim] = await eventually(
+      'the herd claimed ahead',
+      async () => {
+        const rows = await claimers();
+        return rows.length === 1 && Number(rows[0]!.n) === ids.length ? rows : undefined;
+      },
+      10_000,
+    );
+    await holder.kill();
+    expect(tap!.messages).toHaveLength(0); // held for their time: nothing was published
+
+    await start();
+    // The heir holds every shard well before the herd is due, so its relay has the held batches
+    // in reach for seconds before their time.
+    await eventually(
+      'the heir holding every shard',
+      async () => {
+        const { rows } = await db.pool.query<{ owner: string }>(
+          'SELECT owner FROM shard_leases WHERE expires_at > now()',
+        );
+        return rows.length === SHARDS && rows.every((r) => r.owner !== claim!.claimed_by) ? true : undefined;
+      },
+      due - 3_000 - Date.now(),
+    );
+    expect(Date.now()).toBeLessThan(due - 3_000);
+
+    await eventually(
+      'every held fire published by the heir',
+      () => (tap!.messages.length >= ids.length ? true : undefined),
+      30_000,
+    );
+    expect(new Set(tap!.messages.map((m) => m.headers['tickwork-fire-id'])).size).toBe(ids.length);
+    for (const m of tap!.messages) {
+      expect(m.timestamp).toBeGreaterThanOrEqual(due);
+      // Relayed at the relay age past their time, not much later.
+      expect(m.timestamp).toBeLessThan(due + RELAY_AGE_MS + 5_000);
+    }
+    // Still exactly one message per fire a moment later: nothing published twice.
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(tap!.messages).toHaveLength(ids.length);
+  }, 120_000);
+});

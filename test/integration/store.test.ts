@@ -3,6 +3,7 @@
  * the outbox, shard lease epochs, and the run ledger's lease tokens.
  */
 import {
+  ClusterStatsRepository,
   createPool,
   FireRepository,
   JobRepository,
@@ -285,6 +286,48 @@ describe('schedule store', () => {
     ).toEqual([]);
     await fires.markEnqueued([pending[0]!.batchId]);
     expect(await fires.pendingFires({ owner: 'heir', shards: [next!], minAgeMs: 0, limit: 10 })).toEqual([]);
+  });
+
+  it('relays a batch claimed ahead only once it is the relay age past its release time, and counts it as pending, not overdue', async () => {
+    const dueIn = 3_000;
+    await jobs.insertJob({
+      definition: definition('ahead-1'),
+      shard: 61,
+      next: dueAt(new Date(Date.now() + dueIn)),
+    });
+    const [mine] = await leases.acquire([61], 'ahead', 30_000);
+    const claim = await fires.claimDueJobs(
+      { owner: 'ahead', shards: [mine!], limit: 10, lookaheadMs: 10_000 },
+      fireOnce,
+    );
+    const scheduledFor = claim.fires[0]!.event.scheduledFor.getTime();
+    const relayable = async () => ({
+      pending: (await fires.pendingFires({ owner: 'ahead', shards: [mine!], minAgeMs: 0, limit: 10 })).map(
+        (p) => p.event.jobId,
+      ),
+      probed: (await fires.probeDue({ owner: 'ahead', shards: [mine!], lookaheadMs: 0, relayAgeMs: 0 }))
+        .relay,
+    });
+    // Claimed ahead, even a relay age of 0 leaves it to its claimer until its time.
+    expect(await relayable()).toEqual({ pending: [], probed: [] });
+    const stats = new ClusterStatsRepository(db.pool);
+    const held = (await stats.outbox(62)).find((o) => o.shard === 61)!;
+    expect(held.pending).toBe(1);
+    expect(held.oldestAgeSeconds).toBe(0);
+    expect(Date.now()).toBeLessThan(scheduledFor); // all of the above ran before the fire's time
+
+    // Past its time it is orphaned (its claimer never published it): the relay takes it.
+    const after = await eventually('the held batch to become relayable', async () => {
+      const r = await relayable();
+      return r.pending.length > 0 ? r : undefined;
+    });
+    expect(Date.now()).toBeGreaterThanOrEqual(scheduledFor);
+    expect(after).toEqual({ pending: ['ahead-1'], probed: [61] });
+    // With a relay age, not before that age past its time.
+    expect(
+      await fires.pendingFires({ owner: 'ahead', shards: [mine!], minAgeMs: 60_000, limit: 10 }),
+    ).toEqual([]);
+    expect((await stats.outbox(62)).find((o) => o.shard === 61)!.oldestAgeSeconds).toBeGreaterThan(0);
   });
 
   it('probes held shards in one statement: due tenants, fenced shards, and outbox batches to relay', async () => {

@@ -182,15 +182,6 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
   if (config.executor.heartbeatMs >= config.executor.runLeaseMs) {
     r.problem('TICKWORK_RUN_HEARTBEAT_MS must be shorter than TICKWORK_RUN_LEASE_MS');
   }
-  // A crashed claimer's batch is relayed once it is this old: were that sooner than the lookahead,
-  // a fire claimed early could be published before its time; the second of margin keeps the relay
-  // off batches that are being released on time.
-  if (
-    config.scheduler.lookaheadMs > 0 &&
-    config.scheduler.lookaheadMs > config.scheduler.outboxRelayAgeMs - 1_000
-  ) {
-    r.problem('TICKWORK_LOOKAHEAD_MS must be at least 1000 ms shorter than TICKWORK_OUTBOX_RELAY_AGE_MS');
-  }
   if (r.problems.length > 0) throw new ConfigError(r.problems);
   return deepFreeze(config);
 }

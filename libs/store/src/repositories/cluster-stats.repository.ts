@@ -17,6 +17,7 @@ export interface ShardOutbox {
   readonly shard: number;
   /** Fires claimed and not yet confirmed on Kafka (at most `cap` are counted). */
   readonly pending: number;
+  /** Seconds since the most overdue of them was due on Kafka (its release time); 0 when none is. */
   readonly oldestAgeSeconds: number;
 }
 
@@ -61,14 +62,18 @@ export class ClusterStatsRepository {
     });
   }
 
-  /** Every shard's outbox: fires of batches not yet enqueued (the partial index fire_batches_outbox_idx). */
+  /**
+   * Every shard's outbox: fires of batches not yet enqueued (the partial index
+   * fire_batches_outbox_idx), and how long the most overdue of them has been due on Kafka. A
+   * batch claimed ahead and held for its time counts as pending but not as overdue.
+   */
   async outbox(shardCount: number, cap = 100_000): Promise<ShardOutbox[]> {
     const { rows } = await this.pool.query<{ shard: number; pending: string; oldest_age: number | null }>(
       `SELECT s AS shard, o.n AS pending, extract(epoch FROM now() - o.oldest)::double precision AS oldest_age
          FROM generate_series(0, $1::int - 1) AS s
          CROSS JOIN LATERAL (
-           SELECT coalesce(sum(x.fires), 0) AS n, min(x.claimed_at) AS oldest
-             FROM (SELECT b.fires, b.claimed_at FROM fire_batches b
+           SELECT coalesce(sum(x.fires), 0) AS n, min(x.release_at) AS oldest
+             FROM (SELECT b.fires, b.release_at FROM fire_batches b
                     WHERE b.shard = s AND b.enqueued_at IS NULL
                     ORDER BY b.claimed_at LIMIT $2) x
          ) o`,

@@ -95,7 +95,8 @@ export interface DueProbeRequest {
   readonly shards: readonly ShardEpoch[];
   readonly lookaheadMs: number;
   /**
-   * Outbox batches of scheduled claims older than this count as orphaned (see `pendingFires`).
+   * Outbox batches of scheduled claims this far past their release time count as orphaned (see
+   * `pendingFires`).
    * Absent: the outbox is not looked at and `relay` is empty (a claim's own probe).
    */
   readonly relayAgeMs?: number;
@@ -187,7 +188,7 @@ export class FireRepository {
                        AND EXISTS (SELECT 1 FROM fire_batches b
                                     WHERE b.shard = h.shard AND b.enqueued_at IS NULL
                                       AND (b.trigger <> 'SCHEDULE'
-                                           OR b.claimed_at <= now() - make_interval(secs => $5::double precision / 1000)))
+                                           OR b.release_at <= now() - make_interval(secs => $5::double precision / 1000)))
               ) AS relay`,
       [
         req.shards.map((s) => s.shard),
@@ -426,8 +427,10 @@ export class FireRepository {
           WHERE j.job_id = v.job_id
          RETURNING j.job_id, j.tenant_id, j.shard, j.target, j.payload
        ), b AS (
-         INSERT INTO fire_batches (shard, trigger, claimed_by, fires)
-         SELECT s, 'SCHEDULE', $11, count(*) FROM unnest($12::int[]) AS s GROUP BY s
+         -- A batch claimed ahead is due on Kafka at its latest fire's time (the relay waits for it).
+         INSERT INTO fire_batches (shard, trigger, claimed_by, fires, release_at)
+         SELECT x.shard, 'SCHEDULE', $11, count(*), greatest(now(), max(x.scheduled))
+           FROM unnest($12::int[], $9::timestamptz[]) AS x(shard, scheduled) GROUP BY x.shard
          RETURNING batch_id, shard
        ), f AS (
          INSERT INTO fires (job_id, fence_token, tenant_id, shard, nominal_time, scheduled_for, claimed_by, trace_context, batch_id, event)
@@ -585,7 +588,8 @@ export class FireRepository {
   }
 
   /**
-   * Outbox batches of shards the caller holds that were claimed at least `minAgeMs` ago and are
+   * Outbox batches of shards the caller holds that were due on Kafka (their release time: the
+   * claim, or the latest fire's time for a batch claimed ahead) at least `minAgeMs` ago and are
    * not confirmed — fires whose claimer died between commit and produce — oldest first, whole
    * batches only, up to about `limit` fires (at least one batch). `exclude`: batches the caller is
    * still publishing itself (held for their time, or waiting for their acknowledgement).
@@ -611,8 +615,9 @@ export class FireRepository {
           WHERE l.owner = $3 AND l.expires_at > now()
             AND b.enqueued_at IS NULL
             AND b.batch_id <> ALL($6::bigint[])
-            -- Manual and replayed fires have no claimer publishing them: relay them at once.
-            AND (b.trigger <> 'SCHEDULE' OR b.claimed_at <= now() - make_interval(secs => $4::double precision / 1000))
+            -- Manual and replayed fires have no claimer publishing them: relay them at once. A
+            -- claimed batch is orphaned once it is the relay age past its release time.
+            AND (b.trigger <> 'SCHEDULE' OR b.release_at <= now() - make_interval(secs => $4::double precision / 1000))
        )
        SELECT f.shard, f.batch_id, f.event, f.trace_context
          FROM pending p
