@@ -310,7 +310,11 @@ export class ClusterGauges {
         for (const o of this.sample.outbox) r.observe(o.pending, { [Attr.ShardLabel]: String(o.shard) });
       },
     );
-    gauge(METRICS.outboxOldestAge, 'How long the most overdue outbox batch of each shard has been due on Kafka', 's').addCallback((r) => {
+    gauge(
+      METRICS.outboxOldestAge,
+      'How long the most overdue outbox batch of each shard has been due on Kafka',
+      's',
+    ).addCallback((r) => {
       for (const o of this.sample.outbox)
         r.observe(o.oldestAgeSeconds, { [Attr.ShardLabel]: String(o.shard) });
     });
