@@ -18,7 +18,7 @@ import {
 } from './contender';
 import type { Execution } from './lateness';
 import { PeerProcesses } from './peer-processes';
-import { redis, redisDurability, useAofEverysec } from './redis';
+import { flushSuiteDb, redisDurability, useAofEverysec } from './redis';
 import type { WorkerRunner } from './peer-worker';
 import { versionOf } from './versions';
 
@@ -44,7 +44,7 @@ export class BullmqContender implements Contender {
   }
 
   async start(sink: (e: Execution) => void): Promise<void> {
-    await redis(['FLUSHDB']);
+    await flushSuiteDb();
     if (this.tuned && config.redis.tunedAof) this.restoreRedis = await useAofEverysec();
     this.durability = await redisDurability();
     this.queue = new Queue(QUEUE, { connection });
@@ -98,7 +98,7 @@ export class BullmqContender implements Contender {
   async stop(): Promise<void> {
     await this.workers.stop();
     await this.queue?.close();
-    await redis(['FLUSHDB']);
+    await flushSuiteDb();
     await this.restoreRedis?.();
     this.restoreRedis = undefined;
   }
