@@ -10,7 +10,7 @@ import { renderCharts } from './charts';
 import { config } from './config';
 import type { Contender } from './contender';
 import type { StoreScaleResult } from './store-scale';
-import type { HerdResult, RateStep, RecurringResult } from './workloads';
+import { medianRun, type HerdResult, type RateStep, type RecurringResult } from './workloads';
 
 export interface SuiteResults {
   /** bench/box-speed.ts at the start and end of the run: how fast the (shared) box was. */
@@ -80,15 +80,8 @@ function herdFigures(runs: HerdResult[]) {
     cpu: pick((r) => r.resources.cpuPctTotalMean),
     // Results files before 2026-12-02 have no box figure.
     boxCpuPer1k: pick((r) => ((r.resources.boxCpuSec ?? NaN) * 1000) / r.size),
+    boxSpeed: pick((r) => r.boxSpeedMs ?? NaN),
   };
-}
-
-/** The run whose drain is the median (the lower middle one of an even count). */
-function medianDrainRun(runs: HerdResult[]): HerdResult | undefined {
-  const sorted = runs
-    .filter((r) => !r.warmup && Number.isFinite(r.drainMs))
-    .sort((a, b) => a.drainMs - b.drainMs);
-  return sorted[Math.floor((sorted.length - 1) / 2)];
 }
 
 /** The large herd's measured runs (results files before 2026-12-01 18:00 UTC hold one, as `large`). */
@@ -104,14 +97,15 @@ function w2Section(r: SuiteResults, losses: string[]): string[] {
     lines.push(
       `### ${n.toLocaleString('en')} jobs`,
       '',
-      '| system | runs | drain (last start − T0) median (range) s | lateness p50 / p99 / max ms | missing | duplicates | store rate jobs/s | CPU % (workers + driver) | box CPU-s per 1k jobs (store + run, all processes) | Tickwork/this drain |',
-      '|---|---|---|---|---|---|---|---|---|---|',
+      '| system | runs | drain (last start − T0) median (range) s | lateness p50 / p99 / max ms | missing | duplicates | store rate jobs/s | CPU % (workers + driver) | box CPU-s per 1k jobs (store + run, all processes) | box speed ms | Tickwork/this drain |',
+      '|---|---|---|---|---|---|---|---|---|---|---|',
     );
     const twf = tw ? herdFigures(size === 'small' ? tw.small : largeRunsOf(tw)) : undefined;
     for (const [label, e] of Object.entries(r.w2)) {
       const runs = size === 'small' ? e.small : largeRunsOf(e);
       if (runs.length === 0) {
-        if (size === 'large') lines.push(`| ${label} | — | skipped: ${e.largeSkipped ?? ''} | | | | | | | |`);
+        if (size === 'large')
+          lines.push(`| ${label} | — | skipped: ${e.largeSkipped ?? ''} | | | | | | | | |`);
         continue;
       }
       const f = herdFigures(runs);
@@ -119,7 +113,7 @@ function w2Section(r: SuiteResults, losses: string[]): string[] {
         ? `${sec(f.drainMedian)}${f.drainRange ? ` (${f.drainRange})` : ''}`
         : 'not drained';
       lines.push(
-        `| ${label} | ${f.runs} | ${drain} | ${ms(f.p50)} / ${ms(f.p99)} / ${ms(f.max)} | ${f.missing} | ${f.duplicates} | ${ms(f.preloadPerSec)} | ${f.cpu.toFixed(0)} | ${Number.isFinite(f.boxCpuPer1k) ? f.boxCpuPer1k.toFixed(2) : '—'} | ${label === TICKWORK ? '' : ratio(twf?.drainMedian ?? NaN, f.drainMedian)} |`,
+        `| ${label} | ${f.runs} | ${drain} | ${ms(f.p50)} / ${ms(f.p99)} / ${ms(f.max)} | ${f.missing} | ${f.duplicates} | ${ms(f.preloadPerSec)} | ${f.cpu.toFixed(0)} | ${Number.isFinite(f.boxCpuPer1k) ? f.boxCpuPer1k.toFixed(2) : '—'} | ${ms(f.boxSpeed)} | ${label === TICKWORK ? '' : ratio(twf?.drainMedian ?? NaN, f.drainMedian)} |`,
       );
       if (twf && label !== TICKWORK && !label.startsWith('Tickwork')) {
         if (Number.isFinite(f.drainMedian) && !(twf.drainMedian <= f.drainMedian))
@@ -147,7 +141,7 @@ function w2Section(r: SuiteResults, losses: string[]): string[] {
       );
   }
   const cpuLines = Object.entries(r.w2).flatMap(([label, e]) => {
-    const run = medianDrainRun(largeRunsOf(e));
+    const run = medianRun(largeRunsOf(e));
     const spent = run?.resources.cpuSec;
     if (!run || !spent || run.resources.boxCpuSec === undefined) return [];
     const parts = Object.entries(spent)
@@ -164,7 +158,7 @@ function w2Section(r: SuiteResults, losses: string[]): string[] {
       '',
     );
   lines.push(
-    `Missing = jobs of the herd that had not run by the deadline (T0 + ${config.w2.deadlineMs / 1000} s, or 1 ms per job up to 60 s; 90 s for the large herd); a system that did not drain is restarted with fresh state before its next run.`,
+    `Missing = jobs of the herd that had not run by the deadline (T0 + ${config.w2.deadlineMs / 1000} s, or 1 ms per job up to 60 s; 90 s for the large herd); a system that did not drain is restarted with fresh state before its next run. Box speed = bench/box-speed.ts just before each herd was stored (median over the runs; lower is faster): the shared VM changes speed within a run as well, so a drain compares fairly only with one of a close box speed.`,
     '',
   );
   if (Object.values(r.contenders).some((c) => c.system === 'pg-boss'))

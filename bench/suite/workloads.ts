@@ -3,6 +3,7 @@
  * steps, W4 idle cost and a herd over a big background, W5 recurring schedules. W1 (store scale)
  * lives in store-scale.ts: its Tickwork side scans the store itself.
  */
+import { boxSpeedMs } from '../box-speed';
 import { config } from './config';
 import type { BenchJob, Contender, StageLateness } from './contender';
 import { LatenessRecorder, type ExecutionRouter, type LatenessSummary } from './lateness';
@@ -27,6 +28,11 @@ export interface HerdResult {
   readonly resources: ResourceSummary;
   /** Tickwork only: where the lateness accrues along its path. */
   readonly stages?: StageLateness;
+  /**
+   * bench/box-speed.ts just before the herd was stored: the shared box's speed changes within a
+   * run too, so each system's herds carry their own (absent in results before 2026-12-02).
+   */
+  readonly boxSpeedMs?: number;
 }
 
 /** The measured run with the median drain (runs that did not drain count as slowest). */
@@ -45,6 +51,7 @@ export async function herd(
   size: number,
   opts: { warmup?: boolean; deadlineMs?: number } = {},
 ): Promise<HerdResult> {
+  const speed = boxSpeedMs(1);
   const run = newRun();
   const recorder = router.open(run, size);
   const rate = insertRates.get(c.label) ?? 10_000;
@@ -81,6 +88,7 @@ export async function herd(
     lateness,
     resources,
     ...(stages ? { stages } : {}),
+    boxSpeedMs: speed,
   };
 }
 
