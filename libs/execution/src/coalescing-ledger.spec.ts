@@ -3,16 +3,22 @@ import { Coalescer, CoalescingLedger, type BatchRunStore } from './coalescing-le
 
 const tick = () => new Promise((r) => setImmediate(r));
 
+/** A coalescer that answers `r<item>` for each item and records the batches it ran. */
+function recordingCoalescer(maxBatch: number) {
+  const batches: number[][] = [];
+  const c = new Coalescer<number, string>(
+    async (items) => {
+      batches.push(items);
+      return items.map((i) => `r${i}`);
+    },
+    { maxBatch, maxInFlight: 1 },
+  );
+  return { c, batches };
+}
+
 describe('Coalescer', () => {
   it('runs items submitted together as one batch and hands each caller its own result', async () => {
-    const batches: number[][] = [];
-    const c = new Coalescer<number, string>(
-      async (items) => {
-        batches.push(items);
-        return items.map((i) => `r${i}`);
-      },
-      { maxBatch: 10, maxInFlight: 1 },
-    );
+    const { c, batches } = recordingCoalescer(10);
     const results = await Promise.all([1, 2, 3].map((i) => c.submit(i)));
     expect(results).toEqual(['r1', 'r2', 'r3']);
     expect(batches).toEqual([[1, 2, 3]]);
@@ -48,14 +54,7 @@ describe('Coalescer', () => {
   });
 
   it("keeps a caller's many items together in one batch, beside single items, each caller its own results", async () => {
-    const batches: number[][] = [];
-    const c = new Coalescer<number, string>(
-      async (items) => {
-        batches.push(items);
-        return items.map((i) => `r${i}`);
-      },
-      { maxBatch: 4, maxInFlight: 1 },
-    );
+    const { c, batches } = recordingCoalescer(4);
     const [one, many, two, more] = await Promise.all([
       c.submit(1),
       c.submitMany([2, 3, 4]),
