@@ -504,7 +504,8 @@ describe('observability', () => {
       const spans = await eventually('both attempts in the trace', () => {
         const t = collector.trace(traceId);
         const calls = t.filter((x) => x.name === 'POST');
-        return calls.length === 2 && t.some((x) => x.name === `process ${retryTopic}`) ? t : undefined;
+        const hops = [`process ${firesTopic}`, `send ${retryTopic}`, `process ${retryTopic}`];
+        return calls.length === 2 && hops.every((h) => t.some((x) => x.name === h)) ? t : undefined;
       });
       const byId = new Map(spans.map((x) => [x.spanId, x]));
       const firstProcess = spans.find((x) => x.name === `process ${firesTopic}`)!;
@@ -527,9 +528,11 @@ describe('observability', () => {
       // Dead-lettered: the DLQ send is in the occurrence's trace, a child of the attempt that gave up.
       await eventually('the failing call', () => (failing.calls.length >= 1 ? true : undefined));
       const doomedTrace = parseTraceparent(failing.calls[0]!.headers.traceparent as string).traceId;
-      const dlq = await eventually('the dead-letter send span', () =>
-        collector.trace(doomedTrace).find((x) => x.name === `send ${iso.topicPrefix}.fires.dlq`),
-      );
+      // The parent ends (and is exported) only after its child, so wait for both.
+      const dlq = await eventually('the dead-letter send span and its parent', () => {
+        const send = collector.trace(doomedTrace).find((x) => x.name === `send ${iso.topicPrefix}.fires.dlq`);
+        return send && collector.span(send.parentSpanId) ? send : undefined;
+      });
       expect(collector.span(dlq.parentSpanId)?.name).toBe(`process ${firesTopic}`);
       expect(dlq.attributes['tickwork.job_id']).toBe(doomed.job_id);
     } finally {
