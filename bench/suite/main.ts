@@ -1,7 +1,7 @@
 /**
  * npm run bench — Tickwork side by side with BullMQ, pg-boss and Graphile Worker on this box.
  * Runs W2 (herds), W3 (rate steps), W1/W4 (store scale, idle cost) and W5 (recurring), each
- * system in turn with the same budget (2 worker processes, handler concurrency 100), and writes
+ * system in turn (W2's large herd interleaved across systems) with the same budget (2 worker processes, handler concurrency 100), and writes
  * bench/results/<date>-<host>.{md,json} and PNG charts. BENCH_QUICK=1 is a 2-minute smoke run;
  * the sizes and the selection are overridable (see config.ts and bench/suite/README.md).
  */
@@ -41,6 +41,7 @@ async function w2(results: SuiteResults): Promise<void> {
     [new GraphileContender(true), true],
   ];
   const { small, large, runs, warmups } = config.w2;
+  const forLarge: Contender[] = [];
   // A smoke run skips the defaults variants: they only add waiting.
   for (const [c, isPrimary] of all.filter(([c, p]) => wanted(c) && (p || !config.quick))) {
     console.log(`W2 ${c.label}`);
@@ -74,25 +75,54 @@ async function w2(results: SuiteResults): Promise<void> {
           'the webhook target is compared on the small herd; the large herd runs with the Kafka target';
       else if (!Number.isFinite(best) || projectedMs > 90_000)
         entry.largeSkipped = `the ${small} herd ${Number.isFinite(best) ? `drained at ${Math.round((small * 1000) / best)}/s, so ${large} would take ~${Math.round(projectedMs / 1000)} s` : 'did not drain in time'}; skipped to keep the suite within its budget`;
-      else {
-        entry.largeRuns = [];
-        for (let i = 0; i < config.w2.largeRuns; i++) {
-          const r = await herd(c, router, large, { deadlineMs: 90_000 });
-          logHerd(r);
-          entry.largeRuns.push(r);
-          if (r.drained) continue;
-          // As for the small herd: no more runs on top of the jobs it left.
-          await c.stop();
-          await c.start(router.record);
-          break;
-        }
-        entry.large = medianRun(entry.largeRuns);
-      }
+      else forLarge.push(c);
     } finally {
       await c.stop();
     }
     await writeReport(results);
   }
+  await largeHerds(results, forLarge);
+}
+
+/**
+ * The large herd, interleaved: round i runs every system's i-th herd in turn, so a change in the
+ * shared box's speed during the suite falls on all systems alike rather than on whichever ran
+ * first. All of them run (idle) throughout; each is warmed up by one small herd after its start.
+ */
+async function largeHerds(results: SuiteResults, contenders: Contender[]): Promise<void> {
+  if (contenders.length === 0) return;
+  console.log(`W2 large herd, interleaved: ${contenders.map((c) => c.label).join(', ')}`);
+  const started: Contender[] = [];
+  try {
+    for (const c of contenders) {
+      await c.start(router.record);
+      started.push(c);
+      results.w2[c.label]!.largeRuns = [];
+    }
+    for (const c of contenders) {
+      const w = await herd(c, router, config.w2.small, { warmup: true });
+      console.log(`  ${c.label}: warm-up herd ${w.size}, p99 ${w.lateness.p99} ms`);
+    }
+    let active = [...contenders];
+    for (let round = 0; round < config.w2.largeRuns && active.length > 0; round++) {
+      for (const c of [...active]) {
+        const r = await herd(c, router, config.w2.large, { deadlineMs: 90_000 });
+        console.log(`  round ${round + 1}, ${c.label}:`);
+        logHerd(r);
+        results.w2[c.label]!.largeRuns!.push(r);
+        if (r.drained) continue;
+        // Jobs it left would run during its next herd: no more runs for it; the others go on
+        // without its leftovers competing for the box.
+        active = active.filter((x) => x !== c);
+        await c.stop();
+        started.splice(started.indexOf(c), 1);
+      }
+    }
+  } finally {
+    for (const c of started) await c.stop();
+  }
+  for (const c of contenders) results.w2[c.label]!.large = medianRun(results.w2[c.label]!.largeRuns!);
+  await writeReport(results);
 }
 
 function logHerd(r: HerdResult): void {

@@ -369,7 +369,7 @@ export async function writeReport(r: SuiteResults, opts: { charts?: boolean } = 
       'Budget for everyone: 2 worker processes, total handler concurrency 100; payload ~200 bytes. ' +
       'Lateness = handler start − nominal scheduled time, recorded in an HDR histogram (hdr-histogram-js); every job id is counted, so missing and duplicate executions are too. ' +
       `Runs: ${config.w2.warmups} warm-up + ${config.w2.runs} measured runs for the ${config.w2.small.toLocaleString('en')} herd (defaults variants: 1 run); ` +
-      `${config.w2.largeRuns} measured runs for the ${config.w2.large.toLocaleString('en')} herd (the small herd's runs warm it up); ` +
+      `${config.w2.largeRuns} measured runs for the ${config.w2.large.toLocaleString('en')} herd, interleaved: round i runs each system's i-th herd in turn, with every system started (idle when not measured) and warmed up by one small herd, so a change in the box's speed falls on all alike; ` +
       '1 run for the other expensive workloads (W1/W4, W3 steps, W5), to fit the suite in ~15 minutes. Within a system, runs share its processes and use fresh job ids; each system starts from a fresh database / Redis db.',
     '',
     describeBoxSpeed(r.boxSpeedMs.start, r.boxSpeedMs.end),
