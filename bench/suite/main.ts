@@ -128,7 +128,7 @@ async function largeHerds(results: SuiteResults, contenders: Contender[]): Promi
 function logHerd(r: HerdResult): void {
   const l = r.lateness;
   console.log(
-    `  ${r.warmup ? 'warm-up ' : ''}herd ${r.size}: stored at ${r.preloadPerSec}/s, ${r.drained ? `drained in ${(r.drainMs / 1000).toFixed(2)} s` : `NOT drained (${l.missing} missing)`}, lateness p50 ${l.p50} p99 ${l.p99} max ${l.max} ms, dup ${l.duplicates}`,
+    `  ${r.warmup ? 'warm-up ' : ''}herd ${r.size}${r.settle && r.settle.waitedMs > 1_500 ? ` (box quiet after ${(r.settle.waitedMs / 1000).toFixed(1)} s${r.settle.quiet ? '' : ': NOT quiet'})` : ''}: stored at ${r.preloadPerSec}/s, ${r.drained ? `drained in ${(r.drainMs / 1000).toFixed(2)} s` : `NOT drained (${l.missing} missing)`}, lateness p50 ${l.p50} p99 ${l.p99} max ${l.max} ms, dup ${l.duplicates}`,
   );
 }
 

@@ -89,6 +89,28 @@ function largeRunsOf(e: SuiteResults['w2'][string]): HerdResult[] {
   return e.largeRuns ?? (e.large ? [e.large] : []);
 }
 
+/** The large herd round by round (the rounds interleave the systems): drain, box speed, wait for quiet. */
+function roundsTable(r: SuiteResults): string[] {
+  const systems = Object.entries(r.w2).filter(([, e]) => (e.largeRuns?.length ?? 0) > 0);
+  const rounds = Math.max(0, ...systems.map(([, e]) => e.largeRuns!.length));
+  if (systems.length < 2 || rounds === 0) return [];
+  const cell = (h: HerdResult | undefined) =>
+    !h
+      ? '—'
+      : `${h.drained ? `${sec(h.drainMs)} s` : 'not drained'}${h.boxSpeedMs ? `, box ${ms(h.boxSpeedMs)} ms` : ''}${h.settle && h.settle.waitedMs > 1_500 ? `, quiet after ${sec(h.settle.waitedMs)} s${h.settle.quiet ? '' : ' (never quiet)'}` : ''}`;
+  return [
+    `The ${config.w2.large.toLocaleString('en')} herd round by round (each round runs the systems in this order, one after another; drain, the box speed just before it, and the wait for a quiet box where it took over 1.5 s):`,
+    '',
+    `| round | ${systems.map(([label]) => label).join(' | ')} |`,
+    `|---|${systems.map(() => '---').join('|')}|`,
+    ...Array.from(
+      { length: rounds },
+      (_, i) => `| ${i + 1} | ${systems.map(([, e]) => cell(e.largeRuns![i])).join(' | ')} |`,
+    ),
+    '',
+  ];
+}
+
 function w2Section(r: SuiteResults, losses: string[]): string[] {
   const lines = ['## W2 — herd: N one-shot jobs all due at T0', ''];
   const tw = r.w2[TICKWORK];
@@ -128,6 +150,7 @@ function w2Section(r: SuiteResults, losses: string[]): string[] {
     }
     lines.push('');
   }
+  lines.push(...roundsTable(r));
   for (const [label, e] of Object.entries(r.w2)) {
     const runs = [...e.small.filter((x) => !x.warmup), ...largeRunsOf(e)];
     for (const run of runs.filter((x) => x.stages))

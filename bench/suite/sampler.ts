@@ -71,6 +71,37 @@ function boxTicks(): number {
   }
 }
 
+/** Ticks the box's own processes were busy (steal, other VMs' share, is not counted). */
+function ownBusyTicks(): number {
+  try {
+    const f = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1).map(Number);
+    return f[0]! + f[1]! + f[2]! + f[5]! + f[6]!;
+  } catch {
+    return NaN;
+  }
+}
+
+/**
+ * Waits until the box's processes use under `belowPctOfCore` % of one core over a 1 s window
+ * (idle systems left running stay under it; a vacuum or a system still finishing its last
+ * work does not), at most `timeoutMs`. Resolves to how long it waited and whether it got quiet.
+ */
+export async function quietBox(
+  belowPctOfCore = 35,
+  timeoutMs = 30_000,
+): Promise<{ waitedMs: number; quiet: boolean }> {
+  const started = Date.now();
+  for (;;) {
+    const before = ownBusyTicks();
+    const at = Date.now();
+    await new Promise((r) => setTimeout(r, 1_000));
+    const pct = ((ownBusyTicks() - before) / TICKS_PER_SEC / ((Date.now() - at) / 1000)) * 100;
+    // Unreadable /proc: nothing to wait for.
+    if (!(pct >= belowPctOfCore)) return { waitedMs: Date.now() - started, quiet: true };
+    if (Date.now() - started >= timeoutMs) return { waitedMs: Date.now() - started, quiet: false };
+  }
+}
+
 const SERVICES = ['PostgreSQL', 'Kafka broker', 'schema registry', 'Redis'] as const;
 type Service = (typeof SERVICES)[number];
 

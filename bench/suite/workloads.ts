@@ -7,7 +7,7 @@ import { boxSpeedMs } from '../box-speed';
 import { config } from './config';
 import type { BenchJob, Contender, StageLateness } from './contender';
 import { LatenessRecorder, type ExecutionRouter, type LatenessSummary } from './lateness';
-import { ResourceSampler, type ResourceSummary } from './sampler';
+import { quietBox, ResourceSampler, type ResourceSummary } from './sampler';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let nextRun = 1;
@@ -33,6 +33,12 @@ export interface HerdResult {
    * run too, so each system's herds carry their own (absent in results before 2026-12-02).
    */
   readonly boxSpeedMs?: number;
+  /**
+   * How long the herd waited for the box to go quiet before it was stored (a system's trailing
+   * work, or another's, is not measured in it), and whether it did within 30 s (absent before
+   * 2026-12-02 03:30).
+   */
+  readonly settle?: { waitedMs: number; quiet: boolean };
 }
 
 /** The measured run with the median drain (runs that did not drain count as slowest). */
@@ -51,6 +57,7 @@ export async function herd(
   size: number,
   opts: { warmup?: boolean; deadlineMs?: number } = {},
 ): Promise<HerdResult> {
+  const settle = await quietBox();
   const speed = boxSpeedMs(1);
   const run = newRun();
   const recorder = router.open(run, size);
@@ -89,6 +96,7 @@ export async function herd(
     resources,
     ...(stages ? { stages } : {}),
     boxSpeedMs: speed,
+    settle,
   };
 }
 
