@@ -74,7 +74,10 @@ export async function herd(
   const jobs: BenchJob[] = Array.from({ length: size }, (_, index) => ({ run, index, dueAt: t0 }));
   await c.enqueue(jobs);
   const preloadMs = Date.now() - started;
-  insertRates.set(c.label, (size * 1000) / Math.max(1, preloadMs));
+  // The slowest rate seen: one fast store must not shorten the next herd's lead below its store
+  // time (the shared box's speed changes from one herd to the next).
+  const seen = (size * 1000) / Math.max(1, preloadMs);
+  insertRates.set(c.label, Math.min(seen, insertRates.get(c.label) ?? Infinity));
   const deadline = t0 + (opts.deadlineMs ?? Math.min(60_000, Math.max(config.w2.deadlineMs, size)));
   while (recorder.executed < size && Date.now() < deadline) await sleep(50);
   // A moment more to catch duplicates that trail the last first execution.
