@@ -8,6 +8,7 @@
 import { cpus, hostname, totalmem } from 'node:os';
 import { BullmqContender } from './bullmq';
 import { config } from './config';
+import { ensureAutovacuum } from './databases';
 import type { Contender } from './contender';
 import { GraphileContender } from './graphile';
 import { ExecutionRouter } from './lateness';
@@ -224,11 +225,17 @@ async function main(): Promise<void> {
     ['W1', w1w4],
     ['W5', w5],
   ];
-  for (const [name, run] of workloads) {
-    if (!config.workloads.includes(name) && !(name === 'W1' && config.workloads.includes('W4'))) continue;
-    const t = Date.now();
-    await run(results);
-    results.durationsSec[name === 'W1' ? 'W1/W4' : name] = Math.round((Date.now() - t) / 1000);
+  const autovacuum = await ensureAutovacuum(config.pgAutovacuum);
+  results.postgres = autovacuum.note;
+  try {
+    for (const [name, run] of workloads) {
+      if (!config.workloads.includes(name) && !(name === 'W1' && config.workloads.includes('W4'))) continue;
+      const t = Date.now();
+      await run(results);
+      results.durationsSec[name === 'W1' ? 'W1/W4' : name] = Math.round((Date.now() - t) / 1000);
+    }
+  } finally {
+    await autovacuum.restore();
   }
   results.durationsSec.total = Math.round((Date.now() - started) / 1000);
   results.boxSpeedMs.end = boxSpeedMs();

@@ -15,6 +15,8 @@ import { medianRun, type HerdResult, type RateStep, type RecurringResult } from 
 export interface SuiteResults {
   /** bench/box-speed.ts at the start and end of the run: how fast the (shared) box was. */
   boxSpeedMs: { start: number; end?: number };
+  /** PostgreSQL's autovacuum and JIT during the run, for every system (absent before 2026-12-02 04:10). */
+  postgres?: string;
   date: string;
   host: string;
   cpus: number;
@@ -396,6 +398,7 @@ export async function writeReport(r: SuiteResults, opts: { charts?: boolean } = 
       '1 run for the other expensive workloads (W1/W4, W3 steps, W5), to fit the suite in ~15 minutes. Within a system, runs share its processes and use fresh job ids; each system starts from a fresh database / Redis db.',
     '',
     describeBoxSpeed(r.boxSpeedMs.start, r.boxSpeedMs.end),
+    ...(r.postgres ? ['', `PostgreSQL, for every system that uses it: ${r.postgres}.`] : []),
     '',
     '| system | version | settings | durability |',
     '|---|---|---|---|',
