@@ -38,8 +38,8 @@ export const config = {
      */
     tunedAof: process.env.BENCH_BULLMQ_AOF !== '0',
   },
-  /** Autovacuum on for the suite's run when the server has it off (0: leave it as configured). */
-  pgAutovacuum: process.env.BENCH_PG_AUTOVACUUM !== '0',
+  /** PostgreSQL with autovacuum on and JIT off for the run (0: leave it as configured); see databases.ts. */
+  pgSettings: process.env.BENCH_PG_SETTINGS !== '0',
   kafkaBrokers: (process.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(','),
   schemaRegistryUrl: process.env.SCHEMA_REGISTRY_URL ?? 'http://127.0.0.1:8081/apis/ccompat/v7',
   kafkaLogDir: process.env.BENCH_KAFKA_LOG_DIR ?? join(repoRoot(__dirname), '.stack', 'kafka', 'data'),

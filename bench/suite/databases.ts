@@ -43,48 +43,63 @@ export async function postgresDurability(url: string): Promise<string> {
   }
 }
 
-/** What the suite did to PostgreSQL's autovacuum, for the results: its setting, and why. */
-export interface AutovacuumNote {
-  readonly during: 'on' | 'off';
+/** What the suite set on PostgreSQL for its run, in words for the results, and how to undo it. */
+export interface ServerSettings {
   readonly note: string;
-  /** Puts the server's setting back as it was (a no-op when the suite changed nothing). */
+  /** Puts each setting back as it was (a no-op for those the suite did not change). */
   readonly restore: () => Promise<void>;
 }
 
 /**
- * Runs PostgreSQL with autovacuum on, as every production server does (it is PostgreSQL's
- * default). A box whose configuration turns it off (this one's CI config does) leaves tables
- * without statistics: the planner then misjudges a queue's fetch query, and with JIT on (also the
- * default) Graphile Worker spent 50–85 CPU-s of PostgreSQL per 100k jobs instead of ~8.
- * Set with ALTER SYSTEM and a reload, and set back afterwards (as BullMQ's AOF is).
+ * The PostgreSQL settings the suite runs every system with, and why:
+ * - autovacuum on, PostgreSQL's default and every production server's. This box's CI config
+ *   turns it off, which leaves tables without planner statistics.
+ * - JIT off, the usual advice for short OLTP queries. Without statistics the planner misjudged
+ *   Graphile Worker's job fetch and JIT-compiled it: its 100k herd took 19–47 s with 50–85 CPU-s
+ *   of PostgreSQL, against 4.7–6.6 s with JIT off. The settings apply to every system alike.
  */
-export async function ensureAutovacuum(enable: boolean): Promise<AutovacuumNote> {
+const SUITE_SETTINGS: readonly (readonly [name: string, value: string])[] = [
+  ['autovacuum', 'on'],
+  ['jit', 'off'],
+];
+
+/**
+ * Applies SUITE_SETTINGS with ALTER SYSTEM and a reload (both take effect without a restart) and
+ * returns how to set them back, as the suite does with Redis's AOF. `apply` false: reports them.
+ */
+export async function applySuiteSettings(apply: boolean): Promise<ServerSettings> {
   const admin = createPool(config.adminDatabaseUrl, { max: 1 });
   try {
-    const { rows } = await admin.query<{ setting: string; sourcefile: string | null; jit: string }>(
-      `SELECT setting, sourcefile, current_setting('jit') AS jit FROM pg_settings WHERE name = 'autovacuum'`,
+    const { rows } = await admin.query<{ name: string; setting: string; sourcefile: string | null }>(
+      `SELECT name, setting, sourcefile FROM pg_settings WHERE name = ANY($1::text[])`,
+      [SUITE_SETTINGS.map(([name]) => name)],
     );
-    const was = rows[0]!.setting === 'on' ? 'on' : 'off';
-    const jit = `JIT ${rows[0]!.jit}`;
-    if (was === 'on' || !enable)
-      return {
-        during: was,
-        note: `autovacuum ${was}${was === 'off' ? ' (as this server is configured; BENCH_PG_AUTOVACUUM=0)' : ''}, ${jit}`,
-        restore: async () => {},
-      };
-    // A value set by an earlier ALTER SYSTEM is put back as it was; otherwise the override goes.
-    const viaAlterSystem = rows[0]!.sourcefile?.endsWith('postgresql.auto.conf') ?? false;
-    await admin.query(`ALTER SYSTEM SET autovacuum = on`);
-    await admin.query(`SELECT pg_reload_conf()`);
+    const before = new Map(rows.map((r) => [r.name, r]));
+    const changed = apply
+      ? SUITE_SETTINGS.filter(([name, value]) => before.get(name)?.setting !== value)
+      : [];
+    for (const [name, value] of changed) await admin.query(`ALTER SYSTEM SET ${name} = ${value}`);
+    if (changed.length > 0) await admin.query(`SELECT pg_reload_conf()`);
+    const words = SUITE_SETTINGS.map(([name, value]) =>
+      changed.some(([n]) => n === name)
+        ? `${name} ${value} (the server has ${before.get(name)!.setting}; set for the run and back after)`
+        : `${name} ${before.get(name)?.setting ?? '?'}${apply ? '' : ' (as the server is configured: BENCH_PG_SETTINGS=0)'}`,
+    );
     return {
-      during: 'on',
-      note: `autovacuum on (PostgreSQL's default; this server's configuration turns it off, so the suite turned it on for its run and back off after), ${jit}`,
+      note: words.join(', '),
       restore: async () => {
+        if (changed.length === 0) return;
         const pool = createPool(config.adminDatabaseUrl, { max: 1 });
         try {
-          await pool.query(
-            viaAlterSystem ? `ALTER SYSTEM SET autovacuum = off` : `ALTER SYSTEM RESET autovacuum`,
-          );
+          for (const [name] of changed) {
+            const was = before.get(name)!;
+            // A value an earlier ALTER SYSTEM set is put back; otherwise the override goes.
+            await pool.query(
+              was.sourcefile?.endsWith('postgresql.auto.conf')
+                ? `ALTER SYSTEM SET ${name} = ${was.setting}`
+                : `ALTER SYSTEM RESET ${name}`,
+            );
+          }
           await pool.query(`SELECT pg_reload_conf()`);
         } finally {
           await pool.end();

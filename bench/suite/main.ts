@@ -8,7 +8,7 @@
 import { cpus, hostname, totalmem } from 'node:os';
 import { BullmqContender } from './bullmq';
 import { config } from './config';
-import { ensureAutovacuum } from './databases';
+import { applySuiteSettings } from './databases';
 import type { Contender } from './contender';
 import { GraphileContender } from './graphile';
 import { ExecutionRouter } from './lateness';
@@ -225,8 +225,8 @@ async function main(): Promise<void> {
     ['W1', w1w4],
     ['W5', w5],
   ];
-  const autovacuum = await ensureAutovacuum(config.pgAutovacuum);
-  results.postgres = autovacuum.note;
+  const postgres = await applySuiteSettings(config.pgSettings);
+  results.postgres = postgres.note;
   try {
     for (const [name, run] of workloads) {
       if (!config.workloads.includes(name) && !(name === 'W1' && config.workloads.includes('W4'))) continue;
@@ -235,7 +235,7 @@ async function main(): Promise<void> {
       results.durationsSec[name === 'W1' ? 'W1/W4' : name] = Math.round((Date.now() - t) / 1000);
     }
   } finally {
-    await autovacuum.restore();
+    await postgres.restore();
   }
   results.durationsSec.total = Math.round((Date.now() - started) / 1000);
   results.boxSpeedMs.end = boxSpeedMs();
