@@ -51,12 +51,11 @@ export interface ServerSettings {
 }
 
 /**
- * The PostgreSQL settings the suite runs every system with, and why:
+ * The PostgreSQL settings the suite runs every system with:
  * - autovacuum on, PostgreSQL's default and every production server's. This box's CI config
- *   turns it off, which leaves tables without planner statistics.
- * - JIT off, the usual advice for short OLTP queries. Without statistics the planner misjudged
- *   Graphile Worker's job fetch and JIT-compiled it: its 100k herd took 19–47 s with 50–85 CPU-s
- *   of PostgreSQL, against 4.7–6.6 s with JIT off. The settings apply to every system alike.
+ *   turns it off, which leaves tables without planner statistics and dead rows unvacuumed.
+ * - JIT off, the usual advice for short OLTP statements. It did not remove Graphile Worker's
+ *   stalls (see bench/suite/README.md), which were seen with it on and off.
  */
 const SUITE_SETTINGS: readonly (readonly [name: string, value: string])[] = [
   ['autovacuum', 'on'],
