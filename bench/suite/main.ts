@@ -1,8 +1,9 @@
 /**
  * npm run bench — Tickwork side by side with BullMQ, pg-boss and Graphile Worker on this box.
  * Runs W2 (herds), W3 (rate steps), W1/W4 (store scale, idle cost) and W5 (recurring), each
- * system in turn (W2's large herd interleaved across systems) with the same budget (2 worker processes, handler concurrency 100), and writes
- * bench/results/<date>-<host>.{md,json} and PNG charts. BENCH_QUICK=1 is a 2-minute smoke run;
+ * system in turn (W2's large herd interleaved across systems) with the same budget (2 worker
+ * processes, handler concurrency 100), and writes bench/results/<date>-<host>.{md,json} and PNG
+ * charts. BENCH_QUICK=1 is a 2-minute smoke run;
  * the sizes and the selection are overridable (see config.ts and bench/suite/README.md).
  */
 import { cpus, hostname, totalmem } from 'node:os';

@@ -60,22 +60,16 @@ function cpuTicks(pid: number): number {
   }
 }
 
-/** Busy ticks of the whole box (all cores), from the first line of /proc/stat. */
-function boxTicks(): number {
+/**
+ * Busy ticks of the whole box (all cores), from the first line of /proc/stat. With `steal`, the
+ * time other VMs took from this one counts as busy (what a workload cost the box); without it,
+ * only this box's own processes count (whether anything here is still working).
+ */
+function boxTicks(steal = true): number {
   try {
     const f = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1).map(Number);
     // user nice system idle iowait irq softirq steal: everything but idle and iowait.
-    return f[0]! + f[1]! + f[2]! + f[5]! + f[6]! + (f[7] ?? 0);
-  } catch {
-    return NaN;
-  }
-}
-
-/** Ticks the box's own processes were busy (steal, other VMs' share, is not counted). */
-function ownBusyTicks(): number {
-  try {
-    const f = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1).map(Number);
-    return f[0]! + f[1]! + f[2]! + f[5]! + f[6]!;
+    return f[0]! + f[1]! + f[2]! + f[5]! + f[6]! + (steal ? (f[7] ?? 0) : 0);
   } catch {
     return NaN;
   }
@@ -92,10 +86,10 @@ export async function quietBox(
 ): Promise<{ waitedMs: number; quiet: boolean }> {
   const started = Date.now();
   for (;;) {
-    const before = ownBusyTicks();
+    const before = boxTicks(false);
     const at = Date.now();
     await new Promise((r) => setTimeout(r, 1_000));
-    const pct = ((ownBusyTicks() - before) / TICKS_PER_SEC / ((Date.now() - at) / 1000)) * 100;
+    const pct = ((boxTicks(false) - before) / TICKS_PER_SEC / ((Date.now() - at) / 1000)) * 100;
     // Unreadable /proc: nothing to wait for.
     if (!(pct >= belowPctOfCore)) return { waitedMs: Date.now() - started, quiet: true };
     if (Date.now() - started >= timeoutMs) return { waitedMs: Date.now() - started, quiet: false };
