@@ -7,9 +7,8 @@
 import { config } from './config';
 import type { Contender } from './contender';
 import type { ExecutionRouter } from './lateness';
-import type { ResourceSummary } from './sampler';
 import type { TickworkContender } from './tickwork';
-import { quietBox } from './sampler';
+import { quietBox, type ResourceSummary } from './sampler';
 import { herd, idle, newRun, type HerdResult } from './workloads';
 
 export interface DueScan {
