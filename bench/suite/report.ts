@@ -15,7 +15,7 @@ import { medianRun, type HerdResult, type RateStep, type RecurringResult } from 
 export interface SuiteResults {
   /** bench/box-speed.ts at the start and end of the run: how fast the (shared) box was. */
   boxSpeedMs: { start: number; end?: number };
-  /** PostgreSQL's autovacuum and JIT during the run, for every system (absent before 2026-12-02 04:30). */
+  /** PostgreSQL's autovacuum and JIT during the run, for every system (absent before 2026-12-02 04:00). */
   postgres?: string;
   date: string;
   host: string;
