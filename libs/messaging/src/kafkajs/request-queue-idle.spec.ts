@@ -30,7 +30,8 @@ const newQueue = (enforceRequestTimeout = false) =>
     logger: silent,
   });
 // The period of the sweep's interval timer (Node keeps it on the Timeout object).
-const sweepPeriodMs = (q: Queue) => (q.requestTimeoutIntervalId as unknown as { _idleTimeout: number })._idleTimeout;
+const sweepPeriodMs = (q: Queue) =>
+  (q.requestTimeoutIntervalId as unknown as { _idleTimeout: number })._idleTimeout;
 const request = (correlationId: number, sent: number[]) => ({
   entry: { correlationId, resolve: () => undefined, apiName: 'Test', apiKey: 0, apiVersion: 0 },
   expectResponse: true,
