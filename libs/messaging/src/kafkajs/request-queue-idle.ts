@@ -8,8 +8,8 @@
  *
  * It also slows the sweep for timed-out requests. kafkajs runs it every 100 ms on every connection,
  * in flight or not: with five or six connections per app that was 50-60 wake-ups a second of an
- * idle process, about half of its idle CPU. Requests time out after 30 s here, so a sweep every
- * second finds them at most a second late.
+ * idle process (idle, the two apps went from 3.3% to 2.6% of a core without them). Requests time
+ * out after kafkajs's default 30 s, so a sweep every second finds them at most a second late.
  */
 /** The fields of kafkajs's RequestQueue the replacement reads and writes. */
 export interface PendingRequestQueue {
