@@ -113,6 +113,24 @@ function roundsTable(r: SuiteResults): string[] {
   ];
 }
 
+/** The interleaved rounds of the large herd in which a peer drained faster than Tickwork did in the same round. */
+function roundLosses(r: SuiteResults): string[] {
+  const tw = r.w2[TICKWORK]?.largeRuns;
+  if (!tw || tw.length < 2) return [];
+  const out: string[] = [];
+  for (const [label, e] of Object.entries(r.w2)) {
+    if (label.startsWith('Tickwork')) continue;
+    (e.largeRuns ?? []).forEach((peer, i) => {
+      const mine = tw[i];
+      if (mine && peer.drained && (!mine.drained || peer.drainMs < mine.drainMs))
+        out.push(
+          `W2 ${peer.size.toLocaleString('en')}, round ${i + 1}: ${label} drains the herd faster (${sec(peer.drainMs)} s vs ${mine.drained ? `${sec(mine.drainMs)} s` : 'not drained'}).`,
+        );
+    });
+  }
+  return out;
+}
+
 function w2Section(r: SuiteResults, losses: string[]): string[] {
   const lines = ['## W2 — herd: N one-shot jobs all due at T0', ''];
   const tw = r.w2[TICKWORK];
@@ -153,6 +171,7 @@ function w2Section(r: SuiteResults, losses: string[]): string[] {
     lines.push('');
   }
   lines.push(...roundsTable(r));
+  losses.push(...roundLosses(r));
   for (const [label, e] of Object.entries(r.w2)) {
     const runs = [...e.small.filter((x) => !x.warmup), ...largeRunsOf(e)];
     for (const run of runs.filter((x) => x.stages))
@@ -349,9 +368,22 @@ function targetsSection(r: SuiteResults): string[] {
   if (large) {
     const peers = Object.entries(r.w2).filter(([l]) => !l.startsWith('Tickwork'));
     const beaten = peers.every(([, e]) => !e.large || !e.large.drained || large.drainMs < e.large.drainMs);
-    const ok = large.drained && large.drainMs <= 15_000 && large.lateness.duplicates === 0 && beaten;
+    // Faster by median is not enough: a peer that drained faster in one round, on the same box at
+    // the same time, can do it.
+    const lostRounds = roundLosses(r).length;
+    const ok =
+      large.drained &&
+      large.drainMs <= 15_000 &&
+      large.lateness.duplicates === 0 &&
+      beaten &&
+      lostRounds === 0;
+    const versus = !beaten
+      ? 'a peer was faster'
+      : lostRounds > 0
+        ? `faster than every peer by median, but a peer was faster in ${lostRounds} round${lostRounds > 1 ? 's' : ''}`
+        : 'faster than every peer that ran it';
     lines.push(
-      `| W2: ${large.size.toLocaleString('en')} herd drained ≤ 15 s, 0 missing, 0 duplicates, faster than every peer | ${large.drained ? `${sec(large.drainMs)} s` : 'not drained'}${runsNote(largeRunsOf(r.w2[TICKWORK]!).length)}, ${large.lateness.missing} missing, ${large.lateness.duplicates} duplicates, ${beaten ? 'faster than every peer that ran it' : 'a peer was faster'} | ${check(ok)} |`,
+      `| W2: ${large.size.toLocaleString('en')} herd drained ≤ 15 s, 0 missing, 0 duplicates, faster than every peer | ${large.drained ? `${sec(large.drainMs)} s` : 'not drained'}${runsNote(largeRunsOf(r.w2[TICKWORK]!).length)}, ${large.lateness.missing} missing, ${large.lateness.duplicates} duplicates, ${versus} | ${check(ok)} |`,
     );
   } else lines.push(`| W2: large herd ≤ 15 s | — | ${check(undefined)} |`);
   const steps = r.w3[TICKWORK];
