@@ -77,6 +77,8 @@ export const config = {
   w4: {
     background: int('BENCH_W4_BACKGROUND', 1_000_000, 20_000),
     herd: int('BENCH_W4_HERD', 10_000, 1_000),
+    /** An unmeasured herd before the measured one (after the idle window): every system runs it warm. */
+    warmupHerd: int('BENCH_W4_WARMUP_HERD', 10_000, 1_000),
     idleSeconds: Number(process.env.BENCH_W4_IDLE_SECONDS ?? (QUICK ? 3 : 20)),
     /** Every system's processes run this long before the idle window opens. */
     settleSeconds: Number(process.env.BENCH_W4_SETTLE_SECONDS ?? (QUICK ? 1 : 5)),

@@ -20,6 +20,14 @@ import { TickworkContender } from './tickwork';
 import { herd, medianRun, rateStep, recurring, type HerdResult } from './workloads';
 import { boxSpeedMs } from '../box-speed';
 
+// Each line of the log carries the time since the suite began: the log shows where its time goes.
+const suiteStart = Date.now();
+const print = console.log.bind(console);
+console.log = (...args: unknown[]) => {
+  const s = Math.floor((Date.now() - suiteStart) / 1000);
+  print(`[${String(Math.floor(s / 60)).padStart(2, '0')}:${String(s % 60).padStart(2, '0')}]`, ...args);
+};
+
 const router = new ExecutionRouter();
 const wanted = (c: Contender) => !config.only || config.only.includes(c.system);
 /** The contenders of the full comparison: Tickwork, and each peer at its high-throughput settings. */

@@ -262,7 +262,7 @@ function w1w4Section(r: SuiteResults, losses: string[]): string[] {
   const lines = [
     '## W1 / W4 — store scale and cost of a big store',
     '',
-    `Idle: ${config.w4.idleSeconds} s sampled once every system's processes have run ${config.w4.settleSeconds} s after they were ready.`,
+    `Idle: ${config.w4.idleSeconds} s sampled once every system's processes have run ${config.w4.settleSeconds} s after they were ready. The herd on top follows an unmeasured warm-up herd of ${config.w4.warmupHerd.toLocaleString('en')} (the processes started fresh for the idle window); a system whose warm-up herd did not drain shows that herd (marked), as a second one would find its leftover jobs.`,
     '',
     '| system | stored | bulk store rate /s | idle CPU % of a core (workers) | idle Redis cmd/s | idle PG xact/s | herd of ' +
       `${config.w4.herd.toLocaleString('en')} on top: drain s, p99 ms | RSS max MB (per process) |`,
@@ -274,7 +274,7 @@ function w1w4Section(r: SuiteResults, losses: string[]): string[] {
       .map(([n, v]) => `${n.replace(/^\S+ /, '')} ${v}`)
       .join(', ');
     lines.push(
-      `| ${label} | ${e.background.toLocaleString('en')} | ${e.preloadPerSec} | ${e.idle.cpuPctTotalMean} | ${e.idle.redisOpsPerSecMean} | ${e.idle.pgXactPerSecMean} | ${sec(e.herdOnTop.drainMs)}, ${ms(e.herdOnTop.lateness.p99)} | ${rss} |`,
+      `| ${label} | ${e.background.toLocaleString('en')} | ${e.preloadPerSec} | ${e.idle.cpuPctTotalMean} | ${e.idle.redisOpsPerSecMean} | ${e.idle.pgXactPerSecMean} | ${sec(e.herdOnTop.drainMs)}, ${ms(e.herdOnTop.lateness.p99)}${e.herdOnTop.warmup ? ' (warm-up herd)' : ''} | ${rss} |`,
     );
     if (tw && label !== TICKWORK) {
       if (e.preloadPerSec > tw.preloadPerSec)
