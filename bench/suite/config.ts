@@ -38,6 +38,11 @@ export const config = {
      */
     tunedAof: process.env.BENCH_BULLMQ_AOF !== '0',
   },
+  /**
+   * ANALYZE a PostgreSQL-backed system's jobs table once a herd is stored, as autovacuum would have
+   * by T0 for a herd created well ahead (0: leave it to autovacuum; see bench/suite/README.md).
+   */
+  analyzeHerd: process.env.BENCH_HERD_ANALYZE !== '0',
   /** PostgreSQL with autovacuum on and JIT off for the run (0: leave it as configured); see databases.ts. */
   pgSettings: process.env.BENCH_PG_SETTINGS !== '0',
   kafkaBrokers: (process.env.KAFKA_BROKERS ?? '127.0.0.1:9092').split(','),

@@ -72,6 +72,8 @@ export interface Contender {
   readonly version: string;
   readonly settings: string;
   readonly durability: string;
+  /** Its suite database (see databases.ts) and the table its jobs go into, if it keeps them in PostgreSQL. */
+  readonly database?: { readonly name: string; readonly jobsTable: string };
   /** The prefix of the Kafka topics of the running system, if it keeps anything in Kafka. */
   kafkaTopicPrefix?(): string;
   /** Fresh state, then the worker processes, ready to execute. */

@@ -29,6 +29,22 @@ export async function dropDatabase(name: string): Promise<void> {
   }
 }
 
+/**
+ * ANALYZE of one table (statistics only) or VACUUM (ANALYZE) of the whole database (also removes
+ * dead rows) in `bench_suite_<name>`, unthrottled, as autovacuum would in time; resolves with how
+ * long it took once it is done.
+ */
+export async function maintainDatabase(name: string, what: { analyze: string } | 'VACUUM'): Promise<number> {
+  const pool = createPool(databaseUrl(name), { max: 1, statementTimeoutMs: 300_000 });
+  const started = Date.now();
+  try {
+    await pool.query(what === 'VACUUM' ? 'VACUUM (ANALYZE)' : `ANALYZE ${what.analyze}`);
+    return Date.now() - started;
+  } finally {
+    await pool.end();
+  }
+}
+
 /** The PostgreSQL durability every PostgreSQL-backed figure carries. */
 export async function postgresDurability(url: string): Promise<string> {
   const pool = createPool(url, { max: 1 });

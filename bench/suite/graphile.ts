@@ -31,6 +31,7 @@ export class GraphileContender implements Contender {
   readonly version = versionOf('graphile-worker');
   readonly label: string;
   readonly settings: string;
+  readonly database = { name: DATABASE, jobsTable: 'graphile_worker._private_jobs' };
   durability = 'PostgreSQL';
   private utils?: WorkerUtils;
   private readonly workers: PeerProcesses;

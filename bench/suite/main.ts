@@ -3,7 +3,7 @@
  * Runs W2 (herds), W3 (rate steps), W1/W4 (store scale, idle cost) and W5 (recurring), each
  * system in turn (W2's large herd interleaved across systems) with the same budget (2 worker
  * processes, handler concurrency 100), and writes bench/results/<date>-<host>.{md,json} and PNG
- * charts. BENCH_QUICK=1 is a 2-minute smoke run;
+ * charts. BENCH_QUICK=1 is a smoke run of a few minutes;
  * the sizes and the selection are overridable (see config.ts and bench/suite/README.md).
  */
 import { cpus, hostname, totalmem } from 'node:os';
@@ -110,13 +110,13 @@ async function largeHerds(results: SuiteResults, contenders: Contender[]): Promi
       results.w2[c.label]!.largeRuns = [];
     }
     for (const c of contenders) {
-      const w = await herd(c, router, config.w2.small, { warmup: true });
+      const w = await herd(c, router, config.w2.small, { warmup: true, vacuumAfter: true });
       console.log(`  ${c.label}: warm-up herd ${w.size}, p99 ${w.lateness.p99} ms`);
     }
     let active = [...contenders];
     for (let round = 0; round < config.w2.largeRuns && active.length > 0; round++) {
       for (const c of [...active]) {
-        const r = await herd(c, router, config.w2.large, { deadlineMs: 90_000 });
+        const r = await herd(c, router, config.w2.large, { deadlineMs: 90_000, vacuumAfter: true });
         console.log(`  round ${round + 1}, ${c.label}:`);
         logHerd(r);
         results.w2[c.label]!.largeRuns!.push(r);
@@ -220,7 +220,14 @@ async function main(): Promise<void> {
     memoryGb: Math.round(totalmem() / 2 ** 30),
     node: process.version,
     quick: config.quick,
-    config: { w1: config.w1, w2: config.w2, w3: config.w3, w4: config.w4, w5: config.w5 },
+    config: {
+      w1: config.w1,
+      w2: config.w2,
+      w3: config.w3,
+      w4: config.w4,
+      w5: config.w5,
+      analyzeHerd: config.analyzeHerd,
+    },
     contenders: {},
     w2: {},
     w3: {},

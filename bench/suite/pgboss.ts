@@ -28,6 +28,7 @@ export class PgBossContender implements Contender {
   readonly version = versionOf('pg-boss');
   readonly label: string;
   readonly settings: string;
+  readonly database = { name: DATABASE, jobsTable: 'pgboss.job' };
   durability = 'PostgreSQL';
   private boss?: PgBoss;
   private readonly workers: PeerProcesses;

@@ -23,7 +23,8 @@ export interface SuiteResults {
   memoryGb: number;
   node: string;
   quick: boolean;
-  config: object;
+  /** The sizes of the run; `analyzeHerd` absent in results before 2026-12-02 09:00 (none was run). */
+  config: { readonly analyzeHerd?: boolean; readonly [workload: string]: unknown };
   contenders: Record<string, { system: string; version: string; settings: string; durability: string }>;
   w2: Record<
     string,
@@ -430,7 +431,17 @@ export async function writeReport(r: SuiteResults, opts: { charts?: boolean } = 
       '1 run for the other expensive workloads (W1/W4, W3 steps, W5), to fit the suite in ~15 minutes. Within a system, runs share its processes and use fresh job ids; each system starts from a fresh database / Redis db.',
     '',
     describeBoxSpeed(r.boxSpeedMs.start, r.boxSpeedMs.end),
-    ...(r.postgres ? ['', `PostgreSQL, for every system that uses it: ${r.postgres}.`] : []),
+    ...(r.postgres
+      ? [
+          '',
+          `PostgreSQL, for every system that uses it: ${r.postgres}. ` +
+            (r.config.analyzeHerd === undefined
+              ? ''
+              : r.config.analyzeHerd
+                ? "Once a herd is stored, its system's jobs table is analyzed (ANALYZE), as autovacuum would have done by T0 for a herd created well ahead; in the interleaved rounds each system's database is vacuumed after its herd, so that its autovacuum does not run during the next system's herd."
+                : 'Herds were not analyzed after storing (BENCH_HERD_ANALYZE=0): planners may see the jobs table as it was before the herd.'),
+        ]
+      : []),
     '',
     '| system | version | settings | durability |',
     '|---|---|---|---|',

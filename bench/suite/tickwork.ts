@@ -56,6 +56,7 @@ export class TickworkContender implements Contender {
   readonly version: string;
   readonly label: string;
   readonly settings: string;
+  readonly database = { name: DATABASE, jobsTable: 'jobs' };
   durability = 'PostgreSQL; Kafka acks=all';
   pool?: Pool;
   private apps: { name: string; child: ChildProcess; log: string }[] = [];

@@ -5,6 +5,7 @@
  */
 import { boxSpeedMs } from '../box-speed';
 import { config } from './config';
+import { maintainDatabase } from './databases';
 import type { BenchJob, Contender, StageLateness } from './contender';
 import { LatenessRecorder, type ExecutionRouter, type LatenessSummary } from './lateness';
 import { quietBox, ResourceSampler, type ResourceSummary } from './sampler';
@@ -28,6 +29,11 @@ export interface HerdResult {
   readonly resources: ResourceSummary;
   /** Tickwork only: where the lateness accrues along its path. */
   readonly stages?: StageLateness;
+  /**
+   * PostgreSQL-backed systems: how long the ANALYZE of the jobs table after storing the herd took,
+   * and the VACUUM of the database after it, where one ran (absent before 2026-12-02 09:00).
+   */
+  readonly maintenanceMs?: { readonly analyze?: number; readonly vacuum?: number };
   /**
    * bench/box-speed.ts just before the herd was stored: the shared box's speed changes within a
    * run too, so each system's herds carry their own (absent in results before 2026-12-02).
@@ -55,15 +61,16 @@ export async function herd(
   c: Contender,
   router: ExecutionRouter,
   size: number,
-  opts: { warmup?: boolean; deadlineMs?: number } = {},
+  opts: { warmup?: boolean; deadlineMs?: number; vacuumAfter?: boolean } = {},
 ): Promise<HerdResult> {
   const settle = await quietBox();
   const speed = boxSpeedMs(1);
   const run = newRun();
   const recorder = router.open(run, size);
   const rate = insertRates.get(c.label) ?? 10_000;
-  // Enough lead for the whole herd to be stored before it is due (1.5× the insert time seen so far).
-  const lead = 1_500 + (1.5 * size * 1000) / rate;
+  // Enough lead for the whole herd to be stored before it is due (1.5× the insert time seen so
+  // far), and for a PostgreSQL-backed system, analyzed.
+  const lead = 1_500 + (1.5 * size * 1000) / rate + (c.database && config.analyzeHerd ? 1_000 : 0);
   const t0 = Math.ceil((Date.now() + lead) / 1000) * 1000;
   const sampler = new ResourceSampler(
     [...c.processes(), { name: 'bench driver', pid: process.pid }],
@@ -74,6 +81,14 @@ export async function herd(
   const jobs: BenchJob[] = Array.from({ length: size }, (_, index) => ({ run, index, dueAt: t0 }));
   await c.enqueue(jobs);
   const preloadMs = Date.now() - started;
+  // A herd is created well ahead of its time in production, and by T0 autovacuum has analyzed the
+  // table it went into; the suite stores it seconds before, so it runs that ANALYZE itself. Without
+  // it a planner may still see the nearly empty table of before (Graphile Worker's fetch then sorts
+  // every due job for each batch of 100: see bench/suite/README.md).
+  const analyzeMs =
+    c.database && config.analyzeHerd
+      ? await maintainDatabase(c.database.name, { analyze: c.database.jobsTable })
+      : undefined;
   // The slowest rate seen: one fast store must not shorten the next herd's lead below its store
   // time (the shared box's speed changes from one herd to the next).
   const seen = (size * 1000) / Math.max(1, preloadMs);
@@ -87,6 +102,10 @@ export async function herd(
   const lateness = recorder.summary();
   const drained = lateness.missing === 0;
   const stages = await c.stageLateness?.(run);
+  // Where another system's herd comes next, this one's dead rows are vacuumed now, not by an
+  // autovacuum that would start during that herd.
+  const vacuumMs =
+    c.database && opts.vacuumAfter ? await maintainDatabase(c.database.name, 'VACUUM') : undefined;
   return {
     size,
     warmup: opts.warmup ?? false,
@@ -100,6 +119,7 @@ export async function herd(
     ...(stages ? { stages } : {}),
     boxSpeedMs: speed,
     settle,
+    ...(c.database ? { maintenanceMs: { analyze: analyzeMs, vacuum: vacuumMs } } : {}),
   };
 }
 
