@@ -23,7 +23,7 @@ export interface SuiteResults {
   memoryGb: number;
   node: string;
   quick: boolean;
-  /** The sizes of the run; `analyzeHerd` absent in results before 2026-12-02 09:00 (none was run). */
+  /** The sizes of the run; `analyzeHerd` absent in results before 2026-12-02 08:45 (none was run). */
   config: { readonly analyzeHerd?: boolean; readonly [workload: string]: unknown };
   contenders: Record<string, { system: string; version: string; settings: string; durability: string }>;
   w2: Record<

@@ -31,7 +31,7 @@ export interface HerdResult {
   readonly stages?: StageLateness;
   /**
    * PostgreSQL-backed systems: how long the ANALYZE of the jobs table after storing the herd took,
-   * and the VACUUM of the database after it, where one ran (absent before 2026-12-02 09:00).
+   * and the VACUUM of the database after it, where one ran (absent before 2026-12-02 08:45).
    */
   readonly maintenanceMs?: { readonly analyze?: number; readonly vacuum?: number };
   /**
