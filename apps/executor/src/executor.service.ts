@@ -226,7 +226,9 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
 
     const consumerOptions = {
       sessionTimeoutMs: x.sessionTimeoutMs,
-      heartbeatIntervalMs: Math.min(3_000, Math.floor(x.sessionTimeoutMs / 3)),
+      // A member learns of a rebalance only from a heartbeat's answer: every second, so the
+      // survivors of a member that died or left rejoin within about a second of the rebalance.
+      heartbeatIntervalMs: Math.min(1_000, Math.floor(x.sessionTimeoutMs / 3)),
       maxBytesPerPartition: x.fetchBytesPerPartition,
       maxWaitTimeMs: FETCH_MAX_WAIT_MS,
       pausedMaxWaitTimeMs: PAUSED_FETCH_MAX_WAIT_MS,

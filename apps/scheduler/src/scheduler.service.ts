@@ -310,12 +310,13 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
     });
     await this.consumer.start({
       onAssignment: (assignment) => ownership.assign(assignment.get(c.topics.commands) ?? []),
+      // Claims go on through a rebalance and a consumer restart: shard leases fence them.
       onRebalance: () => {
         this.metrics.rebalanced();
-        ownership.suspend();
+        ownership.rebalancing();
       },
       onCrash: (e) => {
-        ownership.suspend();
+        ownership.rebalancing();
         this.log.error(`commands consumer crashed: ${e.message}`);
       },
       onBatch: (batch) => this.onCommands(batch),

@@ -167,7 +167,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       heartbeatMs: r.int('TICKWORK_RUN_HEARTBEAT_MS', 10_000, 100, 3_600_000),
       webhookAllowList: allowList(r),
       webhookSecrets: webhookSecrets(r),
-      sessionTimeoutMs: r.int('TICKWORK_EXECUTOR_SESSION_TIMEOUT_MS', 30_000, 6_000, 300_000),
+      sessionTimeoutMs: r.int('TICKWORK_EXECUTOR_SESSION_TIMEOUT_MS', 6_000, 6_000, 300_000),
       fetchBytesPerPartition: r.int('TICKWORK_EXECUTOR_FETCH_BYTES', 256 * 1024, 1_024, 64 * 1024 * 1024),
       drainMs: r.int('TICKWORK_EXECUTOR_DRAIN_MS', 10_000, 0, 600_000),
       runRetentionMs: duration(r, 'TICKWORK_RUN_RETENTION', '30d', 60_000),

@@ -18,7 +18,7 @@ describe('executor configuration', () => {
     const x = loadConfig({}).executor;
     expect(x.webhookAllowList).toEqual([]);
     expect(x.webhookSecrets).toEqual({});
-    expect(x.sessionTimeoutMs).toBe(30_000);
+    expect(x.sessionTimeoutMs).toBe(6_000);
     expect(x.runRetentionMs).toBe(30 * 86_400_000);
     expect(x.runPurgeIntervalMs).toBe(60_000);
     expect(x.drainMs).toBe(10_000);

@@ -18,6 +18,8 @@ export interface OwnershipEvents {
 export class ShardOwnership {
   private held: ShardEpoch[] = [];
   private suspended = true;
+  /** A rebalance is under way: leases may move to their new owners before our assignment comes. */
+  private moving = false;
   private stopped = false;
   /** Bumped by every assignment, so a retrying takeover yields to a newer one. */
   private generation = 0;
@@ -48,7 +50,17 @@ export class ShardOwnership {
     this.renewTimer.unref();
   }
 
-  /** The group started a rebalance: stop claiming until the new assignment is in. */
+  /**
+   * The group started a rebalance (or the consumer is rejoining): keep claiming the shards held.
+   * Their leases fence every claim against a takeover, so claiming on is safe, and it keeps this
+   * instance's fires on time while the group waits (up to a session timeout) for a dead member.
+   * A lease taken meanwhile by the shard's new owner is dropped quietly, not a reason to fence.
+   */
+  rebalancing(): void {
+    this.moving = true;
+  }
+
+  /** Stop claiming until the next assignment is in (self-fence, shutdown). */
   suspend(): void {
     this.suspended = true;
     this.events.onChange?.([]);
@@ -91,6 +103,7 @@ export class ShardOwnership {
     const acquired = await this.leases.acquire(toAcquire, this.owner, this.leaseMs);
     this.held = [...stillHeld, ...acquired].sort((a, b) => a.shard - b.shard);
     this.suspended = false;
+    this.moving = false;
     this.events.onChange?.(this.held);
   }
 
@@ -124,7 +137,8 @@ export class ShardOwnership {
     const lost = this.held.filter((h) => !renewed.has(h.shard)).map((h) => h.shard);
     if (lost.length > 0) {
       this.held = this.held.filter((h) => renewed.has(h.shard));
-      this.events.onSelfFence?.(lost);
+      // In a rebalance a lost lease is a shard handed to its next owner, which took it first.
+      if (!this.moving) this.events.onSelfFence?.(lost);
       this.events.onChange?.(this.held);
     }
   }

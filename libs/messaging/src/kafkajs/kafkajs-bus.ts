@@ -60,6 +60,14 @@ const LEVEL_NAMES = {
   [logLevel.DEBUG]: 'debug',
 } as const;
 
+/** The longest pause between two retries of a Kafka request (producer, admin, consumer). */
+const CLIENT_MAX_RETRY_MS = 1_000;
+/**
+ * Retries of a consumer's fetch and group join before kafkajs crashes and restarts the consumer
+ * (~25 s at the 1 s cap): a restart delay is the last backoff, so it stays within the cap too.
+ */
+const CONSUMER_RETRIES = 30;
+
 /** Opens a MessageBus over kafkajs. */
 export function createKafkaBus(conn: KafkaConnection, log?: BusLogger): MessageBus {
   fixIdleRequestQueueLoop();
@@ -79,7 +87,9 @@ export function createKafkaBus(conn: KafkaConnection, log?: BusLogger): MessageB
         const name = LEVEL_NAMES[level as keyof typeof LEVEL_NAMES] ?? 'info';
         if (log) log(name, `kafkajs: ${message}`, extra);
       },
-    retry: { initialRetryTime: 100, retries: 8 },
+    // kafkajs's default backoff doubles up to 30 s: a client that failed through a broker restart
+    // then slept up to 30 s after the broker was back. Capped at 1 s, recovery follows the broker.
+    retry: { initialRetryTime: 100, maxRetryTime: CLIENT_MAX_RETRY_MS, retries: 8 },
   };
   return new KafkajsBus(new Kafka(config));
 }
@@ -107,7 +117,7 @@ class KafkajsBus implements MessageBus {
       maxBytesPerPartition: opts.maxBytesPerPartition ?? 1_048_576,
       ...(opts.maxWaitTimeMs !== undefined ? { maxWaitTimeInMs: opts.maxWaitTimeMs } : {}),
       allowAutoTopicCreation: false,
-      retry: { retries: 10 },
+      retry: { initialRetryTime: 100, maxRetryTime: CLIENT_MAX_RETRY_MS, retries: CONSUMER_RETRIES },
     });
     if (opts.pausedMaxWaitTimeMs !== undefined) setPausedFetchWait(opts.groupId, opts.pausedMaxWaitTimeMs);
     await consumer.connect();
