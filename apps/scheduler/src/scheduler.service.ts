@@ -305,8 +305,13 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
     this.consumer = await this.messaging!.bus.consumer({
       groupId: c.scheduler.groupId,
       topics: [c.topics.commands],
-      sessionTimeoutMs: Math.max(6_000, c.scheduler.shardLeaseMs),
+      // The smallest session brokers accept by default: it bounds how long a rebalance waits
+      // for a member that died. Leases, not the session, fence claims (a takeover does not wait
+      // for the old lease to expire). A member heartbeats after each fetch, so fetches long-poll
+      // for at most a second.
+      sessionTimeoutMs: 6_000,
       heartbeatIntervalMs: 1_000,
+      maxWaitTimeMs: 1_000,
     });
     await this.consumer.start({
       onAssignment: (assignment) => ownership.assign(assignment.get(c.topics.commands) ?? []),
