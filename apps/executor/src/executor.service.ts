@@ -35,6 +35,7 @@ import { FireRepository, RunRepository, type Pool } from '@tickwork/store';
 import {
   ExecutorMetrics,
   fireLogFields,
+  LogThrottle,
   Readiness,
   type Logger as PinoLogger,
   type ReadinessReport,
@@ -219,10 +220,16 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
     const traced = new TracedProcessor(processor, (topic) =>
       retryTopics.has(topic) ? `${x.groupId}.retry` : x.groupId,
     );
-    const onError = (e: Error, m: { topic: string; partition: number; offset: string }, failures: number) =>
-      this.log.error(
-        `fire at ${m.topic}/${m.partition}/${m.offset} failed (${failures}x), will be retried: ${e.message}`,
-      );
+    // With the database down every fire in flight fails at once: one line per kind of failure
+    // every 10 s, with the count of the others, instead of a line per fire.
+    const failures = new LogThrottle(10_000);
+    const onError = (e: Error, m: { topic: string; partition: number; offset: string }, n: number) => {
+      const { write, suppressed } = failures.admit(LogThrottle.kindOf(e.message));
+      if (write)
+        this.log.error(
+          `fire at ${m.topic}/${m.partition}/${m.offset} failed (${n}x), will be retried: ${e.message}${failures.note(suppressed)}`,
+        );
+    };
 
     const consumerOptions = {
       sessionTimeoutMs: x.sessionTimeoutMs,

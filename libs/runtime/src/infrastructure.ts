@@ -11,6 +11,7 @@ import {
   type BusLogger,
   type MessageBus,
 } from '@tickwork/messaging';
+import { LogThrottle } from '@tickwork/telemetry';
 import { createPool, ensureDatabase, migrate, type Pool, type PoolOptions } from '@tickwork/store';
 
 /** Opens the database: creates it if missing and applies pending migrations. */
@@ -26,9 +27,18 @@ export interface Messaging {
   readonly codecs: EventCodecs;
 }
 
+/** Kafka client log lines with repeats within 10 s counted, not written: an outage logs every retry. */
+function withoutRepeats(log: BusLogger): BusLogger {
+  const throttle = new LogThrottle(10_000);
+  return (level, message, extra) => {
+    const { write, suppressed } = throttle.admit(`${level} ${LogThrottle.kindOf(message)}`);
+    if (write) log(level, `${message}${throttle.note(suppressed)}`, extra);
+  };
+}
+
 /** Connects to Kafka, provisions Tickwork's topics and registers the event schemas. */
 export async function openMessaging(config: TickworkConfig, log?: BusLogger): Promise<Messaging> {
-  const bus = createKafkaBus(config.kafka, log);
+  const bus = createKafkaBus(config.kafka, log && withoutRepeats(log));
   const admin = await bus.admin();
   try {
     const specs = tickworkTopicSpecs(config.topics, {

@@ -8,6 +8,7 @@ export {
 } from './config';
 export { httpServerTelemetry, type HttpServerTelemetryOptions } from './http-server';
 export { createLogger, fireLogFields, PinoNestLogger, type Logger, type LoggerOptions } from './logger';
+export { LogThrottle } from './log-throttle';
 export {
   ApiMetrics,
   ClusterGauges,

@@ -36,7 +36,6 @@ import { fixIdleRequestQueueLoop } from './request-queue-idle';
 import { chunkSend, MAX_REQUEST_RECORD_BYTES } from './send-chunks';
 import { setPausedFetchWait, usePausedFetchWait } from './fetch-wait';
 import { keepGroupMembersAcrossRestarts } from './group-membership';
-import { LogThrottle } from './log-throttle';
 
 export interface KafkaConnection {
   readonly brokers: readonly string[];
@@ -62,8 +61,6 @@ const LEVEL_NAMES = {
   [logLevel.DEBUG]: 'debug',
 } as const;
 
-/** A kafkajs log line repeated within this window is counted, not written again. */
-const LOG_REPEAT_WINDOW_MS = 10_000;
 /** The longest pause between two retries of a Kafka request (producer, admin, consumer). */
 const CLIENT_MAX_RETRY_MS = 1_000;
 /**
@@ -85,22 +82,13 @@ export function createKafkaBus(conn: KafkaConnection, log?: BusLogger): MessageB
     ssl: conn.ssl,
     ...(conn.sasl ? { sasl: { ...conn.sasl } as SASLOptions } : {}),
     logLevel: logLevel.WARN,
-    logCreator: () => {
-      const throttle = new LogThrottle(LOG_REPEAT_WINDOW_MS);
-      return ({ level, log: entry }: LogEntry) => {
-        if (!log) return;
+    logCreator:
+      () =>
+      ({ level, log: entry }: LogEntry) => {
         const { message, ...extra } = entry;
         const name = LEVEL_NAMES[level as keyof typeof LEVEL_NAMES] ?? 'info';
-        // One kind per message text with its numbers taken out (ports, pids, retry times vary).
-        const { write, suppressed } = throttle.admit(`${name} ${String(message).replace(/\d+/g, '#')}`);
-        if (!write) return;
-        const repeats =
-          suppressed > 0
-            ? ` (and ${suppressed} more like it in the last ${LOG_REPEAT_WINDOW_MS / 1000} s)`
-            : '';
-        log(name, `kafkajs: ${message}${repeats}`, extra);
-      };
-    },
+        if (log) log(name, `kafkajs: ${message}`, extra);
+      },
     // kafkajs's default backoff doubles up to 30 s: a client that failed through a broker restart
     // then slept up to 30 s after the broker was back. Capped at 1 s, recovery follows the broker.
     retry: { initialRetryTime: 100, maxRetryTime: CLIENT_MAX_RETRY_MS, retries: 8 },
