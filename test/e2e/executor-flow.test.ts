@@ -195,14 +195,15 @@ describe('executor flow: no head-of-line blocking across jobs', () => {
 
   it('stops fetching a partition with a stuck call and a backlog at its memory bound', async () => {
     await executor?.stop();
-    // A small bound, so a backlog of 1,000 fires passes it many times over.
-    const heldBytes = 64 * 1024;
+    // A small bound, so a backlog of 2,000 fires passes it many times over: a done fire behind
+    // the stuck one holds ~100 bytes of it, so about 330 of them fill it.
+    const heldBytes = 32 * 1024;
     await startExecutor({
       TICKWORK_EXECUTOR_FETCH_BYTES: '16384',
       TICKWORK_EXECUTOR_HELD_BYTES: String(heldBytes),
     });
     const partition = 1;
-    const [stuck, ...backlog] = jobsOnPartition('bound', partition, 1_001);
+    const [stuck, ...backlog] = jobsOnPartition('bound', partition, 2_001);
     scripts.set('/held', (_c, nth) => (nth === 0 ? 'hold' : { status: 200 }));
     const stuckTarget = webhook(receiver.url('/held'), { timeoutMs: 120_000 });
     const target = webhook(receiver.url('/backlog'));

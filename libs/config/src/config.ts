@@ -174,12 +174,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       webhookSecrets: webhookSecrets(r),
       sessionTimeoutMs: r.int('TICKWORK_EXECUTOR_SESSION_TIMEOUT_MS', 30_000, 6_000, 300_000),
       fetchBytesPerPartition: r.int('TICKWORK_EXECUTOR_FETCH_BYTES', 256 * 1024, 1_024, 64 * 1024 * 1024),
-      heldBytesPerPartition: r.int(
-        'TICKWORK_EXECUTOR_HELD_BYTES',
-        4 * 1024 * 1024,
-        1_024,
-        1024 * 1024 * 1024,
-      ),
+      heldBytesPerPartition: r.int('TICKWORK_EXECUTOR_HELD_BYTES', 2 * 1024 * 1024, 1_024, 1024 ** 3),
       drainMs: r.int('TICKWORK_EXECUTOR_DRAIN_MS', 10_000, 0, 600_000),
       runRetentionMs: duration(r, 'TICKWORK_RUN_RETENTION', '30d', 60_000),
       runPurgeIntervalMs: duration(r, 'TICKWORK_RUN_PURGE_INTERVAL', '1m', 0),

@@ -22,7 +22,7 @@ describe('executor configuration', () => {
     expect(x.runRetentionMs).toBe(30 * 86_400_000);
     expect(x.runPurgeIntervalMs).toBe(60_000);
     expect(x.drainMs).toBe(10_000);
-    expect(x.heldBytesPerPartition).toBe(4 * 1024 * 1024);
+    expect(x.heldBytesPerPartition).toBe(2 * 1024 * 1024);
   });
 
   it('wants a partition to hold at least one fetch', () => {

@@ -9,10 +9,11 @@
  * So a slow message holds up nobody else: a partition keeps several fetched batches, in offset
  * order, and is fetched on while its earlier messages are still in flight. What is done is marked
  * processed only up to the partition's oldest unfinished message, so the commit never passes a
- * message that is not done. Fetching a partition stops (it is paused) while it holds
- * `maxHeldBytes` from its oldest unfinished message on (the memory bound), or while any of its
- * messages waits for a delivery slot (the concurrency bound: a backlog waits in Kafka, not here),
- * and resumes below both.
+ * message that is not done. A message that is done lets go of its bytes and keeps only a small
+ * record of its place until the messages before it are done too. Fetching a partition stops (it
+ * is paused) while what it holds from its oldest unfinished message on reaches `maxHeldBytes`
+ * (the memory bound), or while any of its messages waits for a delivery slot (the concurrency
+ * bound: a backlog waits in Kafka, not here), and resumes below both.
  *
  * Messages are handed to the processor with bounded concurrency (the shared Slots), in partition
  * order. A message that must wait — a retry before its not-before, a run leased elsewhere, an
@@ -58,7 +59,7 @@ export interface FlowEvents {
 }
 
 export interface FlowOptions {
-  /** Bytes a partition may hold from its oldest unfinished message on before it stops fetching. */
+  /** Bytes (estimated) a partition may hold from its oldest unfinished message on before it stops fetching. */
   readonly maxHeldBytes?: number;
   readonly now?: () => number;
 }
@@ -66,9 +67,9 @@ export interface FlowOptions {
 type EntryState = 'queued' | 'blocked' | 'parked' | 'running' | 'done' | 'dropped';
 
 interface Entry {
-  readonly message: InboundMessage;
-  /** What the message counts for against the partition's memory bound. */
-  readonly bytes: number;
+  /** The message until it is done (then let go: only its place is kept). */
+  message: InboundMessage | null;
+  readonly chunk: Chunk;
   state: EntryState;
   /** Handed to the processor at least once (per-job start order). */
   started: boolean;
@@ -82,9 +83,11 @@ interface Entry {
 
 /** One fetched batch's messages, in offset order; `resolved` of them (a prefix) are done. */
 interface Chunk {
-  readonly batch: InboundBatch;
-  readonly entries: Entry[];
+  entries: Entry[];
   resolved: number;
+  /** Bytes of its keys and values: held (the consumer's copy of them) while any is unfinished. */
+  payload: number;
+  unfinished: number;
 }
 
 class PartitionWork {
@@ -93,15 +96,16 @@ class PartitionWork {
   readonly ready: Entry[] = [];
   /** The offset after the last message taken: messages fetched again below it are held already. */
   next = 0;
-  /** Messages and bytes held from the oldest unfinished message on. */
+  /** The last offset marked processed (or known done). */
+  marked = -1;
+  /** The latest batch: marks go through it (a mark covers the whole partition). */
+  batch: InboundBatch | undefined;
+  /** Messages held from the oldest unfinished one on, and what they cost (estimated bytes). */
   held = 0;
   heldBytes = 0;
   running = 0;
   /** Paused by this flow (held at its bound, or waiting for slots). */
   paused = false;
-  /** The last resolved message not marked processed yet (marking waits out a rebalance). */
-  unmarked: Entry | undefined;
-  unmarkedBatch: InboundBatch | undefined;
   waitingForSlot = false;
   /** Slots handed to this partition by a release and not used yet (see pump). */
   granted = 0;
@@ -125,11 +129,14 @@ const MAX_TIMER_MS = 2_147_483_647;
 const MAX_GROUP = 500;
 const ERROR_BACKOFF_MS = { initial: 500, max: 30_000 };
 /**
- * What a held message costs beyond its key and value: the message and entry objects, its headers
- * (a fire carries about ten), the buffer views. An estimate; the bound is on the order of MiB.
+ * What a held message costs (estimates; measured on Node 20): one not done yet, beyond its key and
+ * value, ~760 bytes of heap (its message and entry objects, a fire's three headers, the buffer
+ * views); one done, waiting for the messages before it, ~100 (its entry). The key and value bytes
+ * count per batch, while any of its messages is unfinished (they share one buffer).
  */
-const MESSAGE_OVERHEAD_BYTES = 512;
-const DEFAULT_MAX_HELD_BYTES = 4 * 1024 * 1024;
+const UNFINISHED_BYTES = 768;
+const DONE_BYTES = 100;
+const DEFAULT_MAX_HELD_BYTES = 2 * 1024 * 1024;
 
 export interface FlowStats {
   /** Partitions holding messages. */
@@ -189,15 +196,18 @@ export class PartitionFlow {
       if (from === messages.length) return;
     } else {
       w = new PartitionWork(key, batch.topic, batch.partition);
+      // Below its first message the partition was done before (or read from the commit).
+      w.marked = Number(messages[0]!.offset) - 1;
       this.work.set(key, w);
     }
-    const entries = new Array<Entry>(messages.length - from);
-    let bytes = 0;
+    const n = messages.length - from;
+    const chunk: Chunk = { entries: new Array<Entry>(n), resolved: 0, payload: 0, unfinished: n };
     for (let i = from; i < messages.length; i++) {
       const message = messages[i]!;
-      const e: Entry = {
+      chunk.payload += (message.value?.length ?? 0) + (message.key?.length ?? 0);
+      chunk.entries[i - from] = {
         message,
-        bytes: (message.value?.length ?? 0) + (message.key?.length ?? 0) + MESSAGE_OVERHEAD_BYTES,
+        chunk,
         state: 'queued',
         started: false,
         timer: undefined,
@@ -205,14 +215,13 @@ export class PartitionFlow {
         job: undefined,
         successor: undefined,
       };
-      bytes += e.bytes;
-      entries[i - from] = e;
     }
-    w.chunks.push({ batch, entries, resolved: 0 });
-    w.held += entries.length;
-    w.heldBytes += bytes;
+    w.chunks.push(chunk);
+    w.held += n;
+    w.heldBytes += chunk.payload + n * UNFINISHED_BYTES;
+    w.batch = batch;
     w.next = Number(messages[messages.length - 1]!.offset) + 1;
-    for (const e of entries) this.route(w, e);
+    for (const e of chunk.entries) this.route(w, e);
     this.pump(w);
   }
 
@@ -302,7 +311,7 @@ export class PartitionFlow {
     for (let next: Entry | undefined = e; next !== undefined; ) {
       const cur: Entry = next;
       next = undefined;
-      const hold = this.processor.holdUntil?.(cur.message);
+      const hold = this.processor.holdUntil?.(cur.message!);
       const wait = hold === undefined ? 0 : hold - this.now();
       if (wait > 0) {
         this.park(w, cur, wait);
@@ -432,7 +441,7 @@ export class PartitionFlow {
 
   /** Runs one message holding a slot already taken for it. */
   private run(w: PartitionWork, e: Entry): void {
-    this.settleWhenDone(w, e, this.processor.process(e.message, this.abort.signal));
+    this.settleWhenDone(w, e, this.processor.process(e.message!, this.abort.signal));
   }
 
   /** Runs messages together (processMany), each holding a slot already taken for it. */
@@ -440,7 +449,7 @@ export class PartitionFlow {
     let results: Promise<ProcessResult>[];
     try {
       results = this.processor.processMany!(
-        entries.map((e) => e.message),
+        entries.map((e) => e.message!),
         this.abort.signal,
       );
     } catch (err) {
@@ -451,6 +460,7 @@ export class PartitionFlow {
 
   /** Marks `e` running; when `processing` settles, frees its slot and resolves, parks or drops it. */
   private settleWhenDone(w: PartitionWork, e: Entry, processing: Promise<ProcessResult>): void {
+    const message = e.message!;
     e.state = 'running';
     e.started = true;
     w.running++;
@@ -458,7 +468,7 @@ export class PartitionFlow {
     processing
       .catch((err: unknown): ProcessResult => {
         e.failures++;
-        this.events.onError?.(err as Error, e.message, e.failures);
+        this.events.onError?.(err as Error, message, e.failures);
         const backoff = Math.min(ERROR_BACKOFF_MS.max, ERROR_BACKOFF_MS.initial * 2 ** (e.failures - 1));
         return { kind: 'later', afterMs: backoff / 2 + Math.random() * (backoff / 2) };
       })
@@ -468,6 +478,10 @@ export class PartitionFlow {
         this.running--;
         if (r.kind === 'done') {
           e.state = 'done';
+          e.message = null;
+          // Its bytes go; its place stays held (cheaply) until the messages before it are done.
+          w.heldBytes -= UNFINISHED_BYTES - DONE_BYTES;
+          if (--e.chunk.unfinished === 0) w.heldBytes -= e.chunk.payload;
           this.markResolved(w);
         } else if (r.kind === 'later' && !this.stopping && !w.discarded) {
           this.park(w, e, r.afterMs);
@@ -478,43 +492,37 @@ export class PartitionFlow {
         this.regulate(w);
         if (this.running === 0) this.notifyIdle();
       })
-      .catch((err: unknown) => this.events.onError?.(err as Error, e.message, e.failures));
+      .catch((err: unknown) => this.events.onError?.(err as Error, message, e.failures));
   }
 
-  /** Marks processed every offset up to the partition's first message not yet done. */
+  /** Marks processed every offset below the partition's oldest message not yet done. */
   private markResolved(w: PartitionWork): void {
     while (w.chunks.length > 0) {
       const c = w.chunks[0]!;
       let i = c.resolved;
-      while (i < c.entries.length && c.entries[i]!.state === 'done') {
-        w.heldBytes -= c.entries[i]!.bytes;
-        i++;
-      }
-      if (i > c.resolved) {
-        w.held -= i - c.resolved;
-        c.resolved = i;
-        w.unmarked = c.entries[i - 1];
-        w.unmarkedBatch = c.batch;
-      }
+      while (i < c.entries.length && c.entries[i]!.state === 'done') i++;
+      w.held -= i - c.resolved;
+      w.heldBytes -= (i - c.resolved) * DONE_BYTES;
+      c.resolved = i;
       if (i < c.entries.length) break;
       w.chunks.shift();
     }
-    if (w.unmarked === undefined || w.discarded || this.suspended) return;
+    if (w.discarded || this.suspended || w.batch === undefined) return;
     if (this.assigned && !this.assigned.has(w.key)) return;
-    const offset = w.unmarked.message.offset;
-    const batch = w.unmarkedBatch!;
-    w.unmarked = undefined;
-    w.unmarkedBatch = undefined;
+    const oldest = w.chunks.length > 0 ? w.chunks[0]!.entries[w.chunks[0]!.resolved]!.message : null;
+    const upTo = oldest ? Number(oldest.offset) - 1 : w.next - 1;
+    if (upTo <= w.marked) return;
+    w.marked = upTo;
     try {
-      batch.markProcessed(offset);
+      w.batch.markProcessed(String(upTo));
     } catch {
       // The consumer moved on (restarted or reassigned): the next owner re-reads from the commit.
     }
   }
 
-  /** A partition whose messages are all done is forgotten (the consumer commits its last mark). */
+  /** A partition whose messages are all done and marked is forgotten (the consumer commits the mark). */
   private finishIfDone(w: PartitionWork): void {
-    if (w.discarded || this.stopping || w.chunks.length > 0 || w.unmarked !== undefined) return;
+    if (w.discarded || this.stopping || w.chunks.length > 0 || w.marked < w.next - 1) return;
     this.work.delete(w.key);
     if (w.paused) {
       w.paused = false;
@@ -554,6 +562,7 @@ function keyOf(topic: string, partition: number): string {
 
 /** The job of a message (its key), kept on the entry; none for a message without a key. */
 function jobOf(e: Entry): string | undefined {
-  if (e.job === undefined && e.message.key !== null) e.job = e.message.key.toString('latin1');
+  const key = e.message?.key;
+  if (e.job === undefined && key) e.job = key.toString('latin1');
   return e.job;
 }

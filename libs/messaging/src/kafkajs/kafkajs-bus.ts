@@ -153,6 +153,26 @@ function fromKafkajsHeaders(h: IHeaders | undefined): Headers {
   return out;
 }
 
+/** One buffer holding copies of a batch's keys and values, handed out as views in order. */
+class BatchArena {
+  private readonly buffer: Buffer;
+  private at = 0;
+
+  constructor(messages: readonly { key?: Buffer | null; value: Buffer | null }[]) {
+    let size = 0;
+    for (const m of messages) size += (m.key?.length ?? 0) + (m.value?.length ?? 0);
+    this.buffer = Buffer.allocUnsafe(size);
+  }
+
+  /** A copy of `bytes` in this arena (null stays null). */
+  own(bytes: Buffer | null | undefined): Buffer | null {
+    if (!bytes) return null;
+    const start = this.at;
+    this.at += bytes.copy(this.buffer, start);
+    return this.buffer.subarray(start, this.at);
+  }
+}
+
 /** What a fetch-ahead consumer knows of one partition's commits. */
 interface PartitionCommits {
   readonly topic: string;
@@ -244,12 +264,17 @@ class KafkajsConsumer implements MessageConsumer {
         commitOffsetsIfNecessary,
         uncommittedOffsets,
       }) => {
+        // Fetched keys and values are views of the whole fetch response. A fetch-ahead consumer
+        // may hold a message long after its batch (a slow call), so its batch's keys and values
+        // are copied into one buffer of their own: a held message then keeps its batch's bytes
+        // alive, not every partition's response.
+        const arena = this.fetchAhead ? new BatchArena(batch.messages) : undefined;
         const messages = batch.messages.map((m) => ({
           topic: batch.topic,
           partition: batch.partition,
           offset: m.offset,
-          key: m.key ?? null,
-          value: m.value ?? null,
+          key: arena ? arena.own(m.key) : (m.key ?? null),
+          value: arena ? arena.own(m.value) : (m.value ?? null),
           headers: fromKafkajsHeaders(m.headers),
           timestamp: Number(m.timestamp),
         }));
