@@ -69,6 +69,7 @@ type EntryState = 'queued' | 'blocked' | 'parked' | 'running' | 'done' | 'droppe
 interface Entry {
   /** The message until it is done (then let go: only its place is kept). */
   message: InboundMessage | null;
+  readonly offset: string;
   readonly chunk: Chunk;
   state: EntryState;
   /** Handed to the processor at least once (per-job start order). */
@@ -96,8 +97,9 @@ class PartitionWork {
   readonly ready: Entry[] = [];
   /** The offset after the last message taken: messages fetched again below it are held already. */
   next = 0;
-  /** The last offset marked processed (or known done). */
-  marked = -1;
+  /** The last message resolved (it and all before it are done), and whether it is to be marked. */
+  resolvedOffset = '';
+  markDue = false;
   /** The latest batch: marks go through it (a mark covers the whole partition). */
   batch: InboundBatch | undefined;
   /** Messages held from the oldest unfinished one on, and what they cost (estimated bytes). */
@@ -196,8 +198,6 @@ export class PartitionFlow {
       if (from === messages.length) return;
     } else {
       w = new PartitionWork(key, batch.topic, batch.partition);
-      // Below its first message the partition was done before (or read from the commit).
-      w.marked = Number(messages[0]!.offset) - 1;
       this.work.set(key, w);
     }
     const n = messages.length - from;
@@ -207,6 +207,7 @@ export class PartitionFlow {
       chunk.payload += (message.value?.length ?? 0) + (message.key?.length ?? 0);
       chunk.entries[i - from] = {
         message,
+        offset: message.offset,
         chunk,
         state: 'queued',
         started: false,
@@ -495,26 +496,27 @@ export class PartitionFlow {
       .catch((err: unknown) => this.events.onError?.(err as Error, message, e.failures));
   }
 
-  /** Marks processed every offset below the partition's oldest message not yet done. */
+  /** Marks processed every offset up to the partition's first message not yet done. */
   private markResolved(w: PartitionWork): void {
     while (w.chunks.length > 0) {
       const c = w.chunks[0]!;
       let i = c.resolved;
       while (i < c.entries.length && c.entries[i]!.state === 'done') i++;
-      w.held -= i - c.resolved;
-      w.heldBytes -= (i - c.resolved) * DONE_BYTES;
-      c.resolved = i;
+      if (i > c.resolved) {
+        w.held -= i - c.resolved;
+        w.heldBytes -= (i - c.resolved) * DONE_BYTES;
+        c.resolved = i;
+        w.resolvedOffset = c.entries[i - 1]!.offset;
+        w.markDue = true;
+      }
       if (i < c.entries.length) break;
       w.chunks.shift();
     }
-    if (w.discarded || this.suspended || w.batch === undefined) return;
+    if (!w.markDue || w.discarded || this.suspended || w.batch === undefined) return;
     if (this.assigned && !this.assigned.has(w.key)) return;
-    const oldest = w.chunks.length > 0 ? w.chunks[0]!.entries[w.chunks[0]!.resolved]!.message : null;
-    const upTo = oldest ? Number(oldest.offset) - 1 : w.next - 1;
-    if (upTo <= w.marked) return;
-    w.marked = upTo;
+    w.markDue = false;
     try {
-      w.batch.markProcessed(String(upTo));
+      w.batch.markProcessed(w.resolvedOffset);
     } catch {
       // The consumer moved on (restarted or reassigned): the next owner re-reads from the commit.
     }
@@ -522,7 +524,7 @@ export class PartitionFlow {
 
   /** A partition whose messages are all done and marked is forgotten (the consumer commits the mark). */
   private finishIfDone(w: PartitionWork): void {
-    if (w.discarded || this.stopping || w.chunks.length > 0 || w.marked < w.next - 1) return;
+    if (w.discarded || this.stopping || w.chunks.length > 0 || w.markDue) return;
     this.work.delete(w.key);
     if (w.paused) {
       w.paused = false;
