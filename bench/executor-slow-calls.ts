@@ -158,6 +158,12 @@ async function run(rate: number): Promise<string> {
     await producer.disconnect();
     late.sort((a, b) => a - b);
     const over = (ms: number) => ((100 * late.filter((x) => x > ms).length) / late.length).toFixed(2);
+    // What the executor said about its groups meanwhile (a rebalance stalls every partition).
+    const events = log
+      .split('\n')
+      .filter((l) => /rebalanc|assigned|crash|error|warn/i.test(l))
+      .map((l) => l.slice(0, 300));
+    if (events.length > 0) console.log(`[${rate}/s] executor:\n${events.join('\n')}`);
     return `| ${rate}/s | ${late.length} / ${fast} | ${pct(late, 50)} / ${pct(late, 99)} / ${late.at(-1)} ms | ${over(500)}% | ${over(2_000)}% |`;
   } finally {
     executor.kill('SIGTERM');
