@@ -241,11 +241,14 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
       pausedMaxWaitTimeMs: PAUSED_FETCH_MAX_WAIT_MS,
       // The handler only hands batches over, so one at a time is enough.
       partitionsConsumedConcurrently: 1,
+      // Fetch on past slow fires; only what the flow marks done is committed (PartitionFlow).
+      fetchAhead: true,
     };
+    const flowOptions = { maxHeldBytes: x.heldBytesPerPartition };
     this.firesConsumer = await this.startupRetry('joining the fires topic', () =>
       messaging.bus.consumer({ ...consumerOptions, groupId: x.groupId, topics: [c.topics.fires] }),
     );
-    this.firesFlow = new PartitionFlow(this.firesConsumer, this.deliveries, traced, { onError });
+    this.firesFlow = new PartitionFlow(this.firesConsumer, this.deliveries, traced, { onError }, flowOptions);
     this.retryConsumer = await this.startupRetry('joining the retry topics', () =>
       messaging.bus.consumer({
         ...consumerOptions,
@@ -258,7 +261,7 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
         topics: c.topics.retryTiers.map((t) => t.topic),
       }),
     );
-    this.retryFlow = new PartitionFlow(this.retryConsumer, this.deliveries, traced, { onError });
+    this.retryFlow = new PartitionFlow(this.retryConsumer, this.deliveries, traced, { onError }, flowOptions);
 
     const firesFlow = this.firesFlow;
     const retryFlow = this.retryFlow;
@@ -270,7 +273,11 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
         this.joined.fires = true;
         this.log.log(`assigned fires partitions [${(a.get(c.topics.fires) ?? []).join(', ')}]`);
       },
-      onCrash: (e) => this.log.error(`fires consumer crashed: ${e.message}`),
+      onCrash: (e) => {
+        this.log.error(`fires consumer crashed: ${e.message}`);
+        // It left the group: its partitions are gone until it joins again.
+        firesFlow.onAssignment(new Map());
+      },
     });
     await this.retryConsumer.start({
       onBatch: (batch) => retryFlow.onBatch(batch),
@@ -282,7 +289,10 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
           `assigned retry partitions ${[...a].map(([t, ps]) => `${t}[${ps.join(', ')}]`).join(' ')}`,
         );
       },
-      onCrash: (e) => this.log.error(`retry consumer crashed: ${e.message}`),
+      onCrash: (e) => {
+        this.log.error(`retry consumer crashed: ${e.message}`);
+        retryFlow.onAssignment(new Map());
+      },
     });
 
     if (x.runPurgeIntervalMs > 0) {

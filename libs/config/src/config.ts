@@ -67,8 +67,13 @@ export interface TickworkConfig {
     readonly webhookSecrets: Readonly<Record<string, readonly string[]>>;
     /** Kafka session timeout of the executor's consumers: how soon a dead executor's partitions move. */
     readonly sessionTimeoutMs: number;
-    /** Bytes fetched per partition at a time: the most one partition's held batch can take in memory. */
+    /** Bytes fetched per partition at a time. */
     readonly fetchBytesPerPartition: number;
+    /**
+     * Bytes of fetched messages a partition may hold from its oldest unfinished one on: fetching
+     * ahead past slow fires stops there (the memory bound per assigned partition).
+     */
+    readonly heldBytesPerPartition: number;
     /** On shutdown, how long running fires get to finish before they are aborted and their leases released. */
     readonly drainMs: number;
     /** Finished runs older than this are purged from job_runs; fires older than this are refused. */
@@ -169,6 +174,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       webhookSecrets: webhookSecrets(r),
       sessionTimeoutMs: r.int('TICKWORK_EXECUTOR_SESSION_TIMEOUT_MS', 6_000, 6_000, 300_000),
       fetchBytesPerPartition: r.int('TICKWORK_EXECUTOR_FETCH_BYTES', 256 * 1024, 1_024, 64 * 1024 * 1024),
+      heldBytesPerPartition: r.int('TICKWORK_EXECUTOR_HELD_BYTES', 2 * 1024 * 1024, 1_024, 1024 ** 3),
       drainMs: r.int('TICKWORK_EXECUTOR_DRAIN_MS', 10_000, 0, 600_000),
       runRetentionMs: duration(r, 'TICKWORK_RUN_RETENTION', '30d', 60_000),
       runPurgeIntervalMs: duration(r, 'TICKWORK_RUN_PURGE_INTERVAL', '1m', 0),
@@ -179,6 +185,11 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       executorPort: r.int('TICKWORK_EXECUTOR_PORT', 3002, 0, 65_535),
     },
   };
+  if (config.executor.heldBytesPerPartition < config.executor.fetchBytesPerPartition) {
+    r.problem(
+      'TICKWORK_EXECUTOR_HELD_BYTES must be at least TICKWORK_EXECUTOR_FETCH_BYTES (a partition holds at least one fetch)',
+    );
+  }
   if (config.executor.heartbeatMs >= config.executor.runLeaseMs) {
     r.problem('TICKWORK_RUN_HEARTBEAT_MS must be shorter than TICKWORK_RUN_LEASE_MS');
   }

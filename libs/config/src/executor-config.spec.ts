@@ -22,6 +22,15 @@ describe('executor configuration', () => {
     expect(x.runRetentionMs).toBe(30 * 86_400_000);
     expect(x.runPurgeIntervalMs).toBe(60_000);
     expect(x.drainMs).toBe(10_000);
+    expect(x.heldBytesPerPartition).toBe(2 * 1024 * 1024);
+  });
+
+  it('wants a partition to hold at least one fetch', () => {
+    const m = problems({ TICKWORK_EXECUTOR_FETCH_BYTES: '1048576', TICKWORK_EXECUTOR_HELD_BYTES: '524288' });
+    expect(m).toContain('TICKWORK_EXECUTOR_HELD_BYTES must be at least TICKWORK_EXECUTOR_FETCH_BYTES');
+    expect(loadConfig({ TICKWORK_EXECUTOR_HELD_BYTES: '262144' }).executor.heldBytesPerPartition).toBe(
+      262_144,
+    );
   });
 
   it('reads the allow-list: hosts, *.domains, addresses and CIDRs', () => {

@@ -83,13 +83,14 @@ class GroupingProcessor extends ManualProcessor {
 const tick = () => new Promise((r) => setImmediate(r));
 
 describe('PartitionFlow', () => {
-  it('returns at once, pauses the partition, and marks offsets only up to the first unfinished message', async () => {
+  it('returns at once, keeps fetching, and marks offsets only up to the first unfinished message', async () => {
     const control = new Control();
     const proc = new ManualProcessor();
     const flow = new PartitionFlow(control, new Slots(10), proc);
     const { batch, marked } = batchOf('fires', 0, [10, 11, 12]);
     await flow.onBatch(batch);
-    expect(control.paused.has('fires|0')).toBe(true);
+    // Every message got a slot and the partition is far below its bound: it is not paused.
+    expect(control.log).toEqual([]);
     expect(proc.running()).toEqual(['10', '11', '12']);
     proc.finish('11');
     await tick();
@@ -97,11 +98,181 @@ describe('PartitionFlow', () => {
     proc.finish('10');
     await tick();
     expect(marked).toEqual(['11']);
-    expect(control.paused.has('fires|0')).toBe(true);
     proc.finish('12');
     await tick();
     expect(marked).toEqual(['11', '12']);
+    expect(flow.stats()).toMatchObject({ partitionsHeld: 0, held: 0, heldBytes: 0 });
+    expect(control.log).toEqual([]);
+  });
+
+  it('fetches ahead while a slow message runs: later batches run, the mark waits for the slow one', async () => {
+    const control = new Control();
+    const proc = new ManualProcessor();
+    const flow = new PartitionFlow(control, new Slots(10), proc);
+    const a = batchOf('fires', 0, [1, 2, 3]);
+    await flow.onBatch(a.batch);
+    proc.finish('2');
+    proc.finish('3');
+    await tick();
+    const b = batchOf('fires', 0, [4, 5]);
+    await flow.onBatch(b.batch);
+    expect(proc.running()).toEqual(['1', '4', '5']);
+    proc.finish('4');
+    proc.finish('5');
+    await tick();
+    // Everything after 1 is done, and nothing is marked: the commit never passes 1.
+    expect([...a.marked, ...b.marked]).toEqual([]);
+    expect(flow.stats()).toMatchObject({ partitionsHeld: 1, held: 5, running: 1 });
     expect(control.paused.has('fires|0')).toBe(false);
+    proc.finish('1');
+    await tick();
+    // Marked through the batch holding the last done message, once, up to the end.
+    expect(a.marked).toEqual([]);
+    expect(b.marked).toEqual(['5']);
+    expect(flow.stats()).toMatchObject({ partitionsHeld: 0, held: 0 });
+  });
+
+  it('stops fetching a partition at its memory bound; a done message holds only its place', async () => {
+    const control = new Control();
+    const proc = new ManualProcessor();
+    // A test message has 1 byte of value; one unfinished costs 768 more, one done 100.
+    const flow = new PartitionFlow(control, new Slots(10), proc, {}, { maxHeldBytes: 3 * 768 });
+    await flow.onBatch(batchOf('fires', 0, [1, 2]).batch);
+    proc.finish('2');
+    await tick();
+    expect(flow.stats()).toMatchObject({ held: 2, heldBytes: 2 + 768 + 100 });
+    await flow.onBatch(batchOf('fires', 0, [3]).batch);
+    expect(control.paused.has('fires|0')).toBe(false);
+    const last = batchOf('fires', 0, [4]);
+    await flow.onBatch(last.batch);
+    // 1, 3 and 4 are unfinished: the bound is reached.
+    expect(control.paused.has('fires|0')).toBe(true);
+    expect(flow.stats()).toMatchObject({ held: 4, heldBytes: 4 + 3 * 768 + 100, partitionsPaused: 1 });
+    proc.finish('4');
+    await tick();
+    // 4 is done: it lets go of its bytes, and the partition goes on though 1 still holds the mark.
+    expect(control.paused.has('fires|0')).toBe(false);
+    expect(flow.stats()).toMatchObject({ held: 4, heldBytes: 3 + 2 * 768 + 2 * 100 });
+    expect(last.marked).toEqual([]);
+    proc.finish('1');
+    proc.finish('3');
+    await tick();
+    expect(last.marked.at(-1)).toBe('4');
+    expect(flow.stats()).toMatchObject({ partitionsHeld: 0, held: 0, heldBytes: 0 });
+    expect(control.log).toEqual(['pause fires|0', 'resume fires|0']);
+  });
+
+  it('stops fetching a partition while its messages wait for a slot, and goes on once they run', async () => {
+    const control = new Control();
+    const proc = new ManualProcessor();
+    const flow = new PartitionFlow(control, new Slots(2), proc);
+    await flow.onBatch(batchOf('fires', 0, [1, 2, 3]).batch);
+    expect(proc.running()).toEqual(['1', '2']);
+    expect(control.paused.has('fires|0')).toBe(true);
+    proc.finish('1');
+    await tick();
+    expect(proc.running()).toEqual(['2', '3']);
+    expect(control.paused.has('fires|0')).toBe(false);
+  });
+
+  it('skips messages fetched again that it holds already (a rebalance that kept the partition here)', async () => {
+    const control = new Control();
+    const proc = new ManualProcessor();
+    const flow = new PartitionFlow(control, new Slots(10), proc);
+    const a = batchOf('fires', 0, [1, 2, 3]);
+    await flow.onBatch(a.batch);
+    proc.finish('2');
+    await tick();
+    flow.onRebalance();
+    flow.onAssignment(new Map([['fires', [0]]]));
+    // kafkajs fetches again from the commit (1): 1-3 are held, 4 is new.
+    const again = batchOf('fires', 0, [1, 2, 3, 4]);
+    await flow.onBatch(again.batch);
+    await flow.onBatch(batchOf('fires', 0, [2, 3]).batch);
+    expect(proc.started).toEqual(['1', '2', '3', '4']);
+    for (const o of ['1', '3', '4']) proc.finish(o);
+    await tick();
+    // Marked through the latest batch (a mark covers the partition), never past an unfinished one.
+    expect(again.marked).toEqual(['2', '3', '4']);
+  });
+
+  it('starts the fires of one job in partition order; a parked one holds only its own job', async () => {
+    jest.useFakeTimers({ doNotFake: ['setImmediate'] });
+    try {
+      const control = new Control();
+      const proc = new ManualProcessor();
+      const t0 = Date.now();
+      // Offset 1 (job a) is parked until t0 + 1000; 2 and 4 are job a's later fires, 3 is job b's.
+      const jobs: Record<number, string> = { 1: 'a', 2: 'a', 3: 'b', 4: 'a', 5: 'b' };
+      proc.holdUntil = (m) => (m.offset === '1' ? t0 + 1_000 : undefined);
+      const flow = new PartitionFlow(control, new Slots(10), proc);
+      const withKeys = (offsets: number[]) => {
+        const b = batchOf('retry', 0, offsets);
+        const messages = b.batch.messages.map((m) => ({ ...m, key: Buffer.from(jobs[Number(m.offset)]!) }));
+        return { ...b, batch: { ...b.batch, messages } };
+      };
+      const first = withKeys([1, 2, 3]);
+      await flow.onBatch(first.batch);
+      expect(proc.running()).toEqual(['3']);
+      const second = withKeys([4, 5]);
+      await flow.onBatch(second.batch);
+      expect(proc.running()).toEqual(['3', '5']);
+      expect(flow.stats().parked).toBe(1);
+      jest.advanceTimersByTime(1_000);
+      // a's fires start in their order, behind the parked one.
+      expect(proc.started).toEqual(['3', '5', '1', '2', '4']);
+      for (const o of ['1', '2', '3', '4', '5']) proc.finish(o);
+      await tick();
+      expect(second.marked.at(-1)).toBe('5');
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  it('lets a parked message hold neither the partition nor the slots', async () => {
+    jest.useFakeTimers({ doNotFake: ['setImmediate'] });
+    try {
+      const control = new Control();
+      const proc = new ManualProcessor();
+      const slots = new Slots(2);
+      const flow = new PartitionFlow(control, slots, proc);
+      const a = batchOf('fires', 0, [1, 2]);
+      await flow.onBatch(a.batch);
+      proc.finish('1', { kind: 'later', afterMs: 30_000 }); // e.g. a run leased elsewhere
+      proc.finish('2');
+      await tick();
+      const b = batchOf('fires', 0, [3, 4]);
+      await flow.onBatch(b.batch);
+      expect(proc.running()).toEqual(['3', '4']);
+      proc.finish('3');
+      proc.finish('4');
+      await tick();
+      expect(slots.inUse()).toBe(0);
+      expect(control.paused.has('fires|0')).toBe(false);
+      expect([...a.marked, ...b.marked]).toEqual([]);
+      jest.advanceTimersByTime(30_000);
+      proc.finish('1');
+      await tick();
+      expect(b.marked).toEqual(['4']);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  it('drops everything when the consumer lost the group (an empty assignment), resuming what it paused', async () => {
+    const control = new Control();
+    const proc = new ManualProcessor();
+    const flow = new PartitionFlow(control, new Slots(1), proc);
+    const a = batchOf('fires', 0, [1, 2]);
+    await flow.onBatch(a.batch);
+    expect(control.paused.has('fires|0')).toBe(true);
+    flow.onAssignment(new Map());
+    expect(control.paused.has('fires|0')).toBe(false);
+    proc.finish('1');
+    await tick();
+    expect(a.marked).toEqual([]);
+    expect(proc.started).toEqual(['1']);
+    expect(flow.stats()).toMatchObject({ partitionsHeld: 0, running: 0 });
   });
 
   it('never runs more messages than there are slots, across partitions', async () => {

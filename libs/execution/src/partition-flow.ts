@@ -1,19 +1,30 @@
 /**
  * Flow control between a Kafka consumer and the executor, per partition.
  *
- * The batch handler never does the work itself: it takes the batch, pauses its partition and
- * returns at once, so kafkajs keeps fetching the other partitions and heartbeating the group
- * however long a webhook takes (kafkajs waits for every batch of a fetch before fetching again,
- * so a handler that blocked would stall the whole broker's partitions behind one slow call, and
- * would hold up rebalances). The held batch is then run with bounded concurrency (the shared
- * Slots); a message that must wait — a retry before its not-before, a run leased elsewhere, an
- * infrastructure error — is parked on a timer without a slot. Offsets are marked processed in
- * order, only up to the first message not yet done; the partition is resumed when its whole batch
- * is done. Memory is bounded by one fetched batch per assigned partition: fetching stops while
- * the slots are full because every partition holding a batch stays paused.
+ * The batch handler never does the work itself: it takes the batch and returns at once, so
+ * kafkajs keeps fetching and heartbeating the group however long a webhook takes. The consumer
+ * must fetch ahead (`ConsumerOptions.fetchAhead`): its fetch position moves past every batch
+ * handed over, and it commits only what the flow marked processed.
+ *
+ * So a slow message holds up nobody else: a partition keeps several fetched batches, in offset
+ * order, and is fetched on while its earlier messages are still in flight. What is done is marked
+ * processed only up to the partition's oldest unfinished message, so the commit never passes a
+ * message that is not done. A message that is done lets go of its bytes and keeps only a small
+ * record of its place until the messages before it are done too. Fetching a partition stops (it
+ * is paused) while what it holds from its oldest unfinished message on reaches `maxHeldBytes`
+ * (the memory bound), or while any of its messages waits for a delivery slot (the concurrency
+ * bound: a backlog waits in Kafka, not here), and resumes below both.
+ *
+ * Messages are handed to the processor with bounded concurrency (the shared Slots), in partition
+ * order. A message that must wait — a retry before its not-before, a run leased elsewhere, an
+ * infrastructure error — is parked on a timer without a slot, and the messages after it go on.
+ * Per job (the message key), fires start in partition order: one of a job that is parked before
+ * its first start holds the later ones of the same job, and only those. Once started, fires of one
+ * job may be in flight together (as they always could within a batch); the job's overlap policy
+ * decides at claim time whether they are fired at all.
  *
  * kafkajs keeps a partition's paused state across rebalances (whether or not it is still
- * assigned), so a partition that leaves the assignment is resumed at once and its batch dropped;
+ * assigned), so a partition that leaves the assignment is resumed at once and its work dropped;
  * the new owner re-reads it from the committed offset, and the run ledger absorbs duplicates.
  */
 import type { InboundBatch, InboundMessage } from '@tickwork/messaging';
@@ -47,48 +58,100 @@ export interface FlowEvents {
   onError?(error: Error, message: InboundMessage, failures: number): void;
 }
 
-type EntryState = 'queued' | 'parked' | 'running' | 'done' | 'dropped';
+export interface FlowOptions {
+  /** Bytes (estimated) a partition may hold from its oldest unfinished message on before it stops fetching. */
+  readonly maxHeldBytes?: number;
+  readonly now?: () => number;
+}
+
+type EntryState = 'queued' | 'blocked' | 'parked' | 'running' | 'done' | 'dropped';
 
 interface Entry {
-  readonly message: InboundMessage;
+  /** The message until it is done (then let go: only its place is kept). */
+  message: InboundMessage | null;
+  readonly offset: string;
+  readonly chunk: Chunk;
   state: EntryState;
+  /** Handed to the processor at least once (per-job start order). */
+  started: boolean;
   timer: NodeJS.Timeout | undefined;
   failures: number;
+  /** The message key as a string, once per-job order needed it. */
+  job: string | undefined;
+  /** The next message of the same job, blocked until this one is queued to start. */
+  successor: Entry | undefined;
+}
+
+/** One fetched batch's messages, in offset order; `resolved` of them (a prefix) are done. */
+interface Chunk {
+  entries: Entry[];
+  resolved: number;
+  /** Bytes of its keys and values: held (the consumer's copy of them) while any is unfinished. */
+  payload: number;
+  unfinished: number;
 }
 
 class PartitionWork {
-  readonly entries: Entry[];
+  /** Held batches in offset order; a batch leaves once all its messages are done. */
+  readonly chunks: Chunk[] = [];
   readonly ready: Entry[] = [];
-  resolved = 0;
+  /** The offset after the last message taken: messages fetched again below it are held already. */
+  next = 0;
+  /** The last message resolved (it and all before it are done), and whether it is to be marked. */
+  resolvedOffset = '';
+  markDue = false;
+  /** The latest batch: marks go through it (a mark covers the whole partition). */
+  batch: InboundBatch | undefined;
+  /** Messages held from the oldest unfinished one on, and what they cost (estimated bytes). */
+  held = 0;
+  heldBytes = 0;
   running = 0;
+  /** Paused by this flow (held at its bound, or waiting for slots). */
+  paused = false;
   waitingForSlot = false;
   /** Slots handed to this partition by a release and not used yet (see pump). */
   granted = 0;
   pumpScheduled = false;
   discarded = false;
+  /**
+   * Per job, the latest message not started yet that is parked or blocked: a later message of
+   * that job waits behind it. Made only once a message is parked before its first start.
+   */
+  waiting: Map<string, Entry> | undefined;
 
   constructor(
     readonly key: string,
-    readonly batch: InboundBatch,
-  ) {
-    this.entries = batch.messages.map((message) => ({
-      message,
-      state: 'queued',
-      timer: undefined,
-      failures: 0,
-    }));
-  }
+    readonly topic: string,
+    readonly partition: number,
+  ) {}
 }
 
 const MAX_TIMER_MS = 2_147_483_647;
 /** Messages handed to `processMany` at once, at most (each still takes a slot). */
 const MAX_GROUP = 500;
 const ERROR_BACKOFF_MS = { initial: 500, max: 30_000 };
+/**
+ * What a held message costs (estimates; measured on Node 20): one not done yet, beyond its key and
+ * value, ~760 bytes of heap (its message and entry objects, a fire's three headers, the buffer
+ * views); one done, waiting for the messages before it, ~100 (its entry). The key and value bytes
+ * count per batch, while any of its messages is unfinished (they share one buffer).
+ */
+const UNFINISHED_BYTES = 768;
+const DONE_BYTES = 100;
+const DEFAULT_MAX_HELD_BYTES = 2 * 1024 * 1024;
 
 export interface FlowStats {
+  /** Partitions holding messages. */
   readonly partitionsHeld: number;
+  /** Partitions this flow paused: at their memory bound or waiting for slots. */
+  readonly partitionsPaused: number;
   readonly running: number;
   readonly parked: number;
+  /** Messages held from each partition's oldest unfinished one on, and their bytes (estimated). */
+  readonly held: number;
+  readonly heldBytes: number;
+  /** The most bytes one partition holds. */
+  readonly maxPartitionHeldBytes: number;
 }
 
 export class PartitionFlow {
@@ -101,29 +164,65 @@ export class PartitionFlow {
   private lastBatch: InboundBatch | undefined;
   private readonly abort = new AbortController();
   private idle: (() => void)[] = [];
+  private readonly maxHeldBytes: number;
+  private readonly now: () => number;
 
   constructor(
     private readonly control: FlowControl,
     private readonly slots: Slots,
     private readonly processor: MessageProcessor,
     private readonly events: FlowEvents = {},
-    private readonly now: () => number = Date.now,
-  ) {}
+    opts: FlowOptions = {},
+  ) {
+    this.maxHeldBytes = opts.maxHeldBytes ?? DEFAULT_MAX_HELD_BYTES;
+    this.now = opts.now ?? Date.now;
+  }
 
-  /** The consumer's batch handler: takes the batch, pauses the partition, returns at once; never throws. */
+  /** The consumer's batch handler: takes the batch and returns at once; never throws. */
   async onBatch(batch: InboundBatch): Promise<void> {
-    if (batch.messages.length === 0) return;
-    // Paused even when stopping: an unacknowledged batch would otherwise be fetched again at once.
-    this.control.pause(batch.topic, [batch.partition]);
-    if (this.stopping) return;
+    const messages = batch.messages;
+    if (messages.length === 0) return;
+    if (this.stopping) {
+      // Nothing more is taken: stop fetching (nothing of it is marked, so it is re-delivered).
+      this.control.pause(batch.topic, [batch.partition]);
+      return;
+    }
     this.lastBatch = batch;
     const key = keyOf(batch.topic, batch.partition);
-    // Still working on an earlier batch of this partition (kafkajs restarted its fetcher): ignore
-    // this one; its messages are fetched again once the earlier batch is done and we resume.
-    if (this.work.has(key)) return;
-    const w = new PartitionWork(key, batch);
-    this.work.set(key, w);
-    for (const e of w.entries) this.route(w, e);
+    let w = this.work.get(key);
+    let from = 0;
+    if (w) {
+      // After a rebalance that left the partition here, kafkajs fetches again from the commit:
+      // what is below `next` is held (or done) already.
+      while (from < messages.length && Number(messages[from]!.offset) < w.next) from++;
+      if (from === messages.length) return;
+    } else {
+      w = new PartitionWork(key, batch.topic, batch.partition);
+      this.work.set(key, w);
+    }
+    const n = messages.length - from;
+    const chunk: Chunk = { entries: new Array<Entry>(n), resolved: 0, payload: 0, unfinished: n };
+    for (let i = from; i < messages.length; i++) {
+      const message = messages[i]!;
+      chunk.payload += (message.value?.length ?? 0) + (message.key?.length ?? 0);
+      chunk.entries[i - from] = {
+        message,
+        offset: message.offset,
+        chunk,
+        state: 'queued',
+        started: false,
+        timer: undefined,
+        failures: 0,
+        job: undefined,
+        successor: undefined,
+      };
+    }
+    w.chunks.push(chunk);
+    w.held += n;
+    w.heldBytes += chunk.payload + n * UNFINISHED_BYTES;
+    w.batch = batch;
+    w.next = Number(messages[messages.length - 1]!.offset) + 1;
+    for (const e of chunk.entries) this.route(w, e);
     this.pump(w);
   }
 
@@ -132,19 +231,23 @@ export class PartitionFlow {
     this.suspended = true;
   }
 
-  /** The new assignment (all topics): drop the work of partitions that left it and resume them. */
+  /**
+   * The new assignment (all topics): drop the work of partitions that left it and resume them.
+   * An empty one when the consumer lost the group (it crashed): everything is dropped.
+   */
   onAssignment(assignment: ReadonlyMap<string, readonly number[]>): void {
     const keys = new Set<string>();
     for (const [topic, partitions] of assignment) for (const p of partitions) keys.add(keyOf(topic, p));
     for (const w of [...this.work.values()]) {
       if (keys.has(w.key)) continue;
       this.discard(w);
-      this.control.resume(w.batch.topic, [w.batch.partition]);
+      if (w.paused) this.control.resume(w.topic, [w.partition]);
     }
     this.assigned = keys;
     this.suspended = false;
     for (const w of [...this.work.values()]) {
       this.markResolved(w);
+      this.finishIfDone(w);
       this.pump(w);
     }
   }
@@ -157,7 +260,8 @@ export class PartitionFlow {
   async stop(drainMs: number): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
-    for (const w of this.work.values()) for (const e of w.entries) this.unpark(e, 'dropped');
+    for (const w of this.work.values())
+      for (const c of w.chunks) for (const e of c.entries) this.unpark(e, 'dropped');
     if (!(await this.waitIdle(drainMs))) {
       this.abort.abort();
       await this.waitIdle(10_000);
@@ -167,14 +271,71 @@ export class PartitionFlow {
 
   /** What the flow holds right now. */
   stats(): FlowStats {
-    return { partitionsHeld: this.work.size, running: this.running, parked: this.parked };
+    let held = 0;
+    let heldBytes = 0;
+    let paused = 0;
+    let maxPartitionHeldBytes = 0;
+    for (const w of this.work.values()) {
+      held += w.held;
+      heldBytes += w.heldBytes;
+      if (w.paused) paused++;
+      maxPartitionHeldBytes = Math.max(maxPartitionHeldBytes, w.heldBytes);
+    }
+    return {
+      partitionsHeld: this.work.size,
+      partitionsPaused: paused,
+      running: this.running,
+      parked: this.parked,
+      held,
+      heldBytes,
+      maxPartitionHeldBytes,
+    };
   }
 
+  /** A new message: behind an earlier one of its job that waits to start, or on its way. */
   private route(w: PartitionWork, e: Entry): void {
-    const hold = this.processor.holdUntil?.(e.message);
-    const wait = hold === undefined ? 0 : hold - this.now();
-    if (wait > 0) this.park(w, e, wait);
-    else w.ready.push(e);
+    if (w.waiting !== undefined && w.waiting.size > 0) {
+      const job = jobOf(e);
+      const before = job === undefined ? undefined : w.waiting.get(job);
+      if (before !== undefined) {
+        before.successor = e;
+        e.state = 'blocked';
+        w.waiting.set(job!, e);
+        return;
+      }
+    }
+    this.admit(w, e);
+  }
+
+  /** Parks `e` until its hold time, or queues it to start (and lets its job's next one follow). */
+  private admit(w: PartitionWork, e: Entry): void {
+    for (let next: Entry | undefined = e; next !== undefined; ) {
+      const cur: Entry = next;
+      next = undefined;
+      const hold = this.processor.holdUntil?.(cur.message!);
+      const wait = hold === undefined ? 0 : hold - this.now();
+      if (wait > 0) {
+        this.park(w, cur, wait);
+        // Not started yet: the later messages of its job wait for it.
+        const job = jobOf(cur);
+        if (job !== undefined && !(w.waiting ??= new Map()).has(job)) w.waiting.set(job, cur);
+      } else {
+        cur.state = 'queued';
+        w.ready.push(cur);
+        next = this.unblock(w, cur);
+      }
+    }
+  }
+
+  /** `e` is queued to start: its job's next message may follow it (returned), or nothing waits. */
+  private unblock(w: PartitionWork, e: Entry): Entry | undefined {
+    const next = e.successor;
+    if (next !== undefined) {
+      e.successor = undefined;
+      return next;
+    }
+    if (e.job !== undefined && w.waiting?.get(e.job) === e) w.waiting.delete(e.job);
+    return undefined;
   }
 
   private park(w: PartitionWork, e: Entry, ms: number): void {
@@ -190,6 +351,8 @@ export class PartitionFlow {
         }
         e.state = 'queued';
         w.ready.push(e);
+        const next = this.unblock(w, e);
+        if (next !== undefined) this.admit(w, next);
         this.pump(w);
       },
       Math.min(Math.max(0, ms), MAX_TIMER_MS),
@@ -197,6 +360,10 @@ export class PartitionFlow {
   }
 
   private unpark(e: Entry, to: EntryState): void {
+    if (e.state === 'blocked') {
+      e.state = to;
+      return;
+    }
     if (e.state !== 'parked' || !e.timer) return;
     clearTimeout(e.timer);
     e.timer = undefined;
@@ -242,12 +409,26 @@ export class PartitionFlow {
             this.pump(w);
           });
         }
-        return;
+        break;
       }
       this.run(w, w.ready.shift()!);
     }
     // Nothing (more) to run here: slots kept for this partition go back.
     for (; w.granted > 0; w.granted--) this.slots.release();
+    this.regulate(w);
+  }
+
+  /**
+   * Fetching of `w` stops while it holds its bound or has messages waiting for a slot (fetching
+   * more would only hold more), and goes on otherwise.
+   */
+  private regulate(w: PartitionWork): void {
+    if (w.discarded || this.stopping) return;
+    const stop = w.heldBytes >= this.maxHeldBytes || w.ready.length > 0;
+    if (stop === w.paused) return;
+    w.paused = stop;
+    if (stop) this.control.pause(w.topic, [w.partition]);
+    else this.control.resume(w.topic, [w.partition]);
   }
 
   /** A slot for `w`: one kept for it (granted), else a free one. */
@@ -261,7 +442,7 @@ export class PartitionFlow {
 
   /** Runs one message holding a slot already taken for it. */
   private run(w: PartitionWork, e: Entry): void {
-    this.settleWhenDone(w, e, this.processor.process(e.message, this.abort.signal));
+    this.settleWhenDone(w, e, this.processor.process(e.message!, this.abort.signal));
   }
 
   /** Runs messages together (processMany), each holding a slot already taken for it. */
@@ -269,7 +450,7 @@ export class PartitionFlow {
     let results: Promise<ProcessResult>[];
     try {
       results = this.processor.processMany!(
-        entries.map((e) => e.message),
+        entries.map((e) => e.message!),
         this.abort.signal,
       );
     } catch (err) {
@@ -280,13 +461,15 @@ export class PartitionFlow {
 
   /** Marks `e` running; when `processing` settles, frees its slot and resolves, parks or drops it. */
   private settleWhenDone(w: PartitionWork, e: Entry, processing: Promise<ProcessResult>): void {
+    const message = e.message!;
     e.state = 'running';
+    e.started = true;
     w.running++;
     this.running++;
     processing
       .catch((err: unknown): ProcessResult => {
         e.failures++;
-        this.events.onError?.(err as Error, e.message, e.failures);
+        this.events.onError?.(err as Error, message, e.failures);
         const backoff = Math.min(ERROR_BACKOFF_MS.max, ERROR_BACKOFF_MS.initial * 2 ** (e.failures - 1));
         return { kind: 'later', afterMs: backoff / 2 + Math.random() * (backoff / 2) };
       })
@@ -296,6 +479,10 @@ export class PartitionFlow {
         this.running--;
         if (r.kind === 'done') {
           e.state = 'done';
+          e.message = null;
+          // Its bytes go; its place stays held (cheaply) until the messages before it are done.
+          w.heldBytes -= UNFINISHED_BYTES - DONE_BYTES;
+          if (--e.chunk.unfinished === 0) w.heldBytes -= e.chunk.payload;
           this.markResolved(w);
         } else if (r.kind === 'later' && !this.stopping && !w.discarded) {
           this.park(w, e, r.afterMs);
@@ -303,36 +490,53 @@ export class PartitionFlow {
           e.state = 'dropped';
         }
         this.finishIfDone(w);
+        this.regulate(w);
         if (this.running === 0) this.notifyIdle();
       })
-      .catch((err: unknown) => this.events.onError?.(err as Error, e.message, e.failures));
+      .catch((err: unknown) => this.events.onError?.(err as Error, message, e.failures));
   }
 
-  /** Marks processed every offset up to the first message of the batch not yet done. */
+  /** Marks processed every offset up to the partition's first message not yet done. */
   private markResolved(w: PartitionWork): void {
-    let i = w.resolved;
-    while (i < w.entries.length && w.entries[i]!.state === 'done') i++;
-    if (i > w.resolved) w.resolved = i;
-    if (w.resolved === 0 || w.discarded || this.suspended) return;
+    while (w.chunks.length > 0) {
+      const c = w.chunks[0]!;
+      let i = c.resolved;
+      while (i < c.entries.length && c.entries[i]!.state === 'done') i++;
+      if (i > c.resolved) {
+        w.held -= i - c.resolved;
+        w.heldBytes -= (i - c.resolved) * DONE_BYTES;
+        c.resolved = i;
+        w.resolvedOffset = c.entries[i - 1]!.offset;
+        w.markDue = true;
+      }
+      if (i < c.entries.length) break;
+      w.chunks.shift();
+    }
+    if (!w.markDue || w.discarded || this.suspended || w.batch === undefined) return;
     if (this.assigned && !this.assigned.has(w.key)) return;
+    w.markDue = false;
     try {
-      w.batch.markProcessed(w.entries[w.resolved - 1]!.message.offset);
+      w.batch.markProcessed(w.resolvedOffset);
     } catch {
       // The consumer moved on (restarted or reassigned): the next owner re-reads from the commit.
     }
   }
 
+  /** A partition whose messages are all done and marked is forgotten (the consumer commits the mark). */
   private finishIfDone(w: PartitionWork): void {
-    if (w.discarded || this.stopping || w.resolved < w.entries.length) return;
+    if (w.discarded || this.stopping || w.chunks.length > 0 || w.markDue) return;
     this.work.delete(w.key);
-    void w.batch.commit().catch(() => undefined);
-    this.control.resume(w.batch.topic, [w.batch.partition]);
+    if (w.paused) {
+      w.paused = false;
+      this.control.resume(w.topic, [w.partition]);
+    }
   }
 
   private discard(w: PartitionWork): void {
     w.discarded = true;
-    for (const e of w.entries) this.unpark(e, 'dropped');
+    for (const c of w.chunks) for (const e of c.entries) this.unpark(e, 'dropped');
     w.ready.length = 0;
+    w.waiting = undefined;
     this.work.delete(w.key);
   }
 
@@ -356,4 +560,11 @@ export class PartitionFlow {
 
 function keyOf(topic: string, partition: number): string {
   return `${topic}|${partition}`;
+}
+
+/** The job of a message (its key), kept on the entry; none for a message without a key. */
+function jobOf(e: Entry): string | undefined {
+  const key = e.message?.key;
+  if (e.job === undefined && key) e.job = key.toString('latin1');
+  return e.job;
 }

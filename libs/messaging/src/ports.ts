@@ -28,7 +28,10 @@ export interface InboundBatch {
   readonly topic: string;
   readonly partition: number;
   readonly messages: readonly InboundMessage[];
-  /** Marks a message (and all before it in the partition) as processed; commits follow. */
+  /**
+   * Marks a message (and all before it in the partition) as processed; commits follow. With
+   * `fetchAhead`, marks of one partition must not go backwards, across its batches.
+   */
   markProcessed(offset: string): void;
   /** Keeps group membership alive during long work. */
   heartbeat(): Promise<void>;
@@ -71,6 +74,16 @@ export interface ConsumerOptions {
    * every partition is paused: a consumer that pauses partitions for flow control wants it short.
    */
   readonly pausedMaxWaitTimeMs?: number;
+  /**
+   * Fetch past unfinished work (default false). The fetch position moves on as soon as a batch
+   * is handed over, so a handler that finishes messages out of order (the executor's flow) keeps
+   * receiving the partition's later messages while earlier ones are still in flight; only what
+   * was marked processed is committed, by this consumer itself (every second, on `commit({force})`,
+   * when a rebalance starts and before leaving the group). Flow control is then the handler's:
+   * it pauses a partition to stop fetching it. Off, the fetch position is the last offset marked
+   * processed: a partition is fetched again only from there.
+   */
+  readonly fetchAhead?: boolean;
 }
 
 export interface MessageConsumer {

@@ -125,7 +125,7 @@ class KafkajsBus implements MessageBus {
     await consumer.connect();
     for (const topic of opts.topics)
       await consumer.subscribe({ topic, fromBeginning: opts.fromBeginning ?? true });
-    return new KafkajsConsumer(consumer, opts.partitionsConsumedConcurrently ?? 1);
+    return new KafkajsConsumer(consumer, opts.partitionsConsumedConcurrently ?? 1, opts.fetchAhead ?? false);
   }
 
   async admin(): Promise<TopicAdmin> {
@@ -165,15 +165,61 @@ function fromKafkajsHeaders(h: IHeaders | undefined): Headers {
   return out;
 }
 
+/** One buffer holding copies of a batch's keys and values, handed out as views in order. */
+class BatchArena {
+  private readonly buffer: Buffer;
+  private at = 0;
+
+  constructor(messages: readonly { key?: Buffer | null; value: Buffer | null }[]) {
+    let size = 0;
+    for (const m of messages) size += (m.key?.length ?? 0) + (m.value?.length ?? 0);
+    this.buffer = Buffer.allocUnsafe(size);
+  }
+
+  /** A copy of `bytes` in this arena (null stays null). */
+  own(bytes: Buffer | null | undefined): Buffer | null {
+    if (!bytes) return null;
+    const start = this.at;
+    this.at += bytes.copy(this.buffer, start);
+    return this.buffer.subarray(start, this.at);
+  }
+}
+
+/** What a fetch-ahead consumer knows of one partition's commits. */
+interface PartitionCommits {
+  readonly topic: string;
+  readonly partition: number;
+  /** Bumped whenever the partition is newly assigned or lost: marks from batches of before are ignored. */
+  epoch: number;
+  assigned: boolean;
+  /** The last offset marked processed, and the last one committed (the commit names the next). */
+  marked: string | undefined;
+  committed: string | undefined;
+}
+
+type OffsetsToCommit = { topics: { topic: string; partitions: { partition: number; offset: string }[] }[] };
+
 class KafkajsConsumer implements MessageConsumer {
   private stopping = false;
   /** The group's commit of resolved offsets, taken from the latest batch. */
   private commitResolved: (() => Promise<void>) | undefined;
   private commitTimer: NodeJS.Timeout | undefined;
+  // Fetch-ahead mode (see ConsumerOptions.fetchAhead).
+  private readonly partitions = new Map<string, PartitionCommits>();
+  /**
+   * kafkajs's commit of the offsets given, taken from the latest batch. It commits once, in the
+   * group's current generation; unlike `consumer.commitOffsets` it is not retried, so a payload
+   * built before a rebalance is never sent again after it.
+   */
+  private commitGiven: ((offsets: OffsetsToCommit) => Promise<void>) | undefined;
+  private committing: Promise<void> | undefined;
+  /** Between the start of a rebalance and the new assignment: no commit is sent. */
+  private rebalancing = false;
 
   constructor(
     private readonly consumer: Consumer,
     private readonly concurrency: number,
+    private readonly fetchAhead: boolean,
   ) {}
 
   async start(handlers: ConsumerHandlers): Promise<void> {
@@ -185,22 +231,41 @@ class KafkajsConsumer implements MessageConsumer {
           topic,
           [...partitions].sort((a, b) => a - b),
         );
+      if (this.fetchAhead) this.assign(assignment);
       void Promise.resolve(handlers.onAssignment?.(assignment)).catch((err: unknown) =>
         handlers.onCrash?.(err as Error),
       );
     });
-    this.consumer.on(REBALANCING, () => handlers.onRebalance?.());
-    this.consumer.on(CRASH, (e) => handlers.onCrash?.(e.payload.error));
+    this.consumer.on(REBALANCING, () => {
+      if (this.fetchAhead) {
+        // Still a member of the generation that owns the partitions: commit what is done now,
+        // so the next owners start from there; nothing more is sent until the new assignment.
+        if (!this.committing) void this.commitMarked().catch(() => undefined);
+        this.rebalancing = true;
+      }
+      handlers.onRebalance?.();
+    });
+    this.consumer.on(CRASH, (e) => {
+      // kafkajs left the group before emitting this: every partition is gone.
+      if (this.fetchAhead) this.assign(new Map());
+      handlers.onCrash?.(e.payload.error);
+    });
 
     // kafkajs commits resolved offsets only when a new batch arrives; handlers that finish work
     // after their batch returned (the executor) would leave offsets uncommitted on a quiet
     // topic, so they are also committed on a timer.
-    this.commitTimer = setInterval(() => void this.commitResolved?.().catch(() => undefined), 1_000);
+    this.commitTimer = setInterval(() => {
+      if (this.fetchAhead) {
+        if (!this.committing) void this.commitMarked().catch(() => undefined);
+      } else void this.commitResolved?.().catch(() => undefined);
+    }, 1_000);
     this.commitTimer.unref();
     await this.consumer.run({
-      autoCommit: true,
+      // Fetch-ahead: kafkajs resolves each batch as it is handed over (so the next fetch goes on
+      // past it) and must not commit what it resolved: the offsets of unfinished messages.
+      autoCommit: !this.fetchAhead,
       autoCommitInterval: 1_000,
-      eachBatchAutoResolve: false,
+      eachBatchAutoResolve: this.fetchAhead,
       partitionsConsumedConcurrently: this.concurrency,
       eachBatch: async ({
         batch,
@@ -211,22 +276,46 @@ class KafkajsConsumer implements MessageConsumer {
         commitOffsetsIfNecessary,
         uncommittedOffsets,
       }) => {
+        // Fetched keys and values are views of the whole fetch response. A fetch-ahead consumer
+        // may hold a message long after its batch (a slow call), so its batch's keys and values
+        // are copied into one buffer of their own: a held message then keeps its batch's bytes
+        // alive, not every partition's response.
+        const arena = this.fetchAhead ? new BatchArena(batch.messages) : undefined;
+        const messages = batch.messages.map((m) => ({
+          topic: batch.topic,
+          partition: batch.partition,
+          offset: m.offset,
+          key: arena ? arena.own(m.key) : (m.key ?? null),
+          value: arena ? arena.own(m.value) : (m.value ?? null),
+          headers: fromKafkajsHeaders(m.headers),
+          timestamp: Number(m.timestamp),
+        }));
+        const isActive = () => isRunning() && !isStale() && !this.stopping;
+        if (this.fetchAhead) {
+          this.commitGiven = commitOffsetsIfNecessary as (offsets: OffsetsToCommit) => Promise<void>;
+          const p = this.partitions.get(keyOf(batch.topic, batch.partition));
+          const epoch = p?.epoch;
+          await handlers.onBatch({
+            topic: batch.topic,
+            partition: batch.partition,
+            messages,
+            markProcessed: (offset) => {
+              if (p !== undefined && p.assigned && p.epoch === epoch) p.marked = offset;
+            },
+            heartbeat,
+            isActive,
+            commit: (opts) => (opts?.force ? this.commitNow() : Promise.resolve()),
+          });
+          return;
+        }
         this.commitResolved = () => commitOffsetsIfNecessary();
         await handlers.onBatch({
           topic: batch.topic,
           partition: batch.partition,
-          messages: batch.messages.map((m) => ({
-            topic: batch.topic,
-            partition: batch.partition,
-            offset: m.offset,
-            key: m.key ?? null,
-            value: m.value ?? null,
-            headers: fromKafkajsHeaders(m.headers),
-            timestamp: Number(m.timestamp),
-          })),
+          messages,
           markProcessed: (offset) => resolveOffset(offset),
           heartbeat,
-          isActive: () => isRunning() && !isStale() && !this.stopping,
+          isActive,
           commit: (opts) =>
             opts?.force ? commitOffsetsIfNecessary(uncommittedOffsets()) : commitOffsetsIfNecessary(),
         });
@@ -245,8 +334,82 @@ class KafkajsConsumer implements MessageConsumer {
   async stop(): Promise<void> {
     this.stopping = true;
     if (this.commitTimer) clearInterval(this.commitTimer);
+    if (this.fetchAhead) await this.commitNow().catch(() => undefined);
     await this.consumer.disconnect();
   }
+
+  /**
+   * The new assignment (fetch-ahead): partitions that left it forget their marks, so nothing of
+   * theirs is committed in the new generation; newly assigned ones start with none.
+   */
+  private assign(assignment: ReadonlyMap<string, readonly number[]>): void {
+    const keys = new Set<string>();
+    for (const [topic, partitions] of assignment)
+      for (const partition of partitions) {
+        const key = keyOf(topic, partition);
+        keys.add(key);
+        let p = this.partitions.get(key);
+        if (!p) {
+          p = { topic, partition, epoch: 0, assigned: false, marked: undefined, committed: undefined };
+          this.partitions.set(key, p);
+        }
+        if (!p.assigned) {
+          p.assigned = true;
+          p.epoch++;
+          p.marked = p.committed = undefined;
+        }
+      }
+    for (const [key, p] of this.partitions) {
+      if (keys.has(key) || !p.assigned) continue;
+      p.assigned = false;
+      p.epoch++;
+      p.marked = p.committed = undefined;
+    }
+    if (assignment.size === 0) this.commitGiven = undefined;
+    this.rebalancing = false;
+  }
+
+  /**
+   * Commits, once, the next offset after each assigned partition's mark that is not committed
+   * yet. The payload is built and sent in the same turn, from the assignment of that moment.
+   */
+  private commitMarked(): Promise<void> {
+    const commit = this.commitGiven;
+    if (!commit || this.rebalancing) return Promise.resolve();
+    const topics: OffsetsToCommit['topics'] = [];
+    const sent: { p: PartitionCommits; marked: string; epoch: number }[] = [];
+    for (const p of this.partitions.values()) {
+      if (!p.assigned || p.marked === undefined || p.marked === p.committed) continue;
+      let t = topics.find((x) => x.topic === p.topic);
+      if (!t) topics.push((t = { topic: p.topic, partitions: [] }));
+      t.partitions.push({ partition: p.partition, offset: (BigInt(p.marked) + 1n).toString() });
+      sent.push({ p, marked: p.marked, epoch: p.epoch });
+    }
+    if (sent.length === 0) return Promise.resolve();
+    const done = commit({ topics }).then(() => {
+      for (const { p, marked, epoch } of sent) if (p.epoch === epoch) p.committed = marked;
+    });
+    const tracked = done.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.committing = tracked;
+    void tracked.then(() => {
+      if (this.committing === tracked) this.committing = undefined;
+    });
+    return done;
+  }
+
+  /** Commits the marks now; after a commit in flight, from a new turn (never inside a rebalance's). */
+  private commitNow(): Promise<void> {
+    const inFlight = this.committing;
+    if (!inFlight) return this.commitMarked();
+    return inFlight.then(() => new Promise<void>((r) => setImmediate(r))).then(() => this.commitMarked());
+  }
+}
+
+function keyOf(topic: string, partition: number): string {
+  return `${topic}|${partition}`;
 }
 
 /** How long topic creation waits for every partition to have a leader. */
