@@ -187,10 +187,6 @@ describe('executor through a database blip', () => {
     // Nobody crashed, and the blip did not make the executors log a storm.
     for (const e of executors) expect(e.child.exitCode).toBeNull();
     expect(linesDuring).toBeLessThan(60);
-    if (process.env.BLIP_SHOW_LOGS)
-      process.stdout.write(
-        `${executors.map((e) => e.output.slice(-linesDuring - 10).join('\n')).join('\n---\n')}\n`,
-      );
     return { answersHeldMs, recoveryMs, answeredDuring, linesDuring };
   };
 

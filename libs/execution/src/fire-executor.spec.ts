@@ -523,13 +523,6 @@ describe('FireExecutor', () => {
   });
 
   describe('through a database blip', () => {
-    const ok = async (): Promise<AttemptOutcome> => ({
-      ok: true,
-      httpStatus: 200,
-      error: null,
-      retryable: false,
-    });
-
     it('keeps the answer through failing record writes: one call, one recorded outcome, one result', async () => {
       const { s, t, ex, retries, stop } = setup();
       s.failures.complete = 4;

@@ -123,7 +123,9 @@ const LEDGER_RETRY = { initialMs: 100, maxMs: 2_000 } as const;
 const DEFAULT_LEDGER_RETRY_MS = 300_000;
 
 /** A ledger statement tried until it answered, or given up: the executor is stopping, or the budget ran out. */
-type Retried<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly why: 'stopping' | 'budget' };
+type Retried<T> =
+  | { readonly ok: true; readonly value: T }
+  | { readonly ok: false; readonly why: 'stopping' | 'budget' };
 const GAVE_UP_STOPPING = { ok: false, why: 'stopping' } as const;
 const GAVE_UP_BUDGET = { ok: false, why: 'budget' } as const;
 
@@ -311,10 +313,7 @@ export class FireExecutor {
     // be done, then go on (it will most likely find the run final).
     for (let other = this.leased.get(id); other; other = this.leased.get(id)) await other;
     let done!: () => void;
-    this.leased.set(
-      id,
-      new Promise<void>((resolve) => (done = resolve)),
-    );
+    this.leased.set(id, new Promise<void>((resolve) => (done = resolve)));
     try {
       return await this.leasedRun(fire, stopping, ctx, failedUnleased);
     } finally {
@@ -809,7 +808,11 @@ export class FireExecutor {
   }
 
   /** Calls the target while `keeper` extends the lease; a lost lease aborts the call. */
-  private async callWithLease(fire: FireEvent, keeper: LeaseKeeper, stopping: AbortSignal): Promise<AttemptOutcome> {
+  private async callWithLease(
+    fire: FireEvent,
+    keeper: LeaseKeeper,
+    stopping: AbortSignal,
+  ): Promise<AttemptOutcome> {
     // One controller per call, aborted by the lease keeper or by `stopping`. Calls are tracked
     // in a set per `stopping` signal (one listener each) rather than each adding a listener to it:
     // with a thousand calls in flight, per-call listeners make every removal a linear scan.

@@ -138,7 +138,9 @@ export class RunRepository {
    * lost. A lease of any other issuer is left alone until it expires.
    */
   async beginRun(fire: FireEvent, owner: string, leaseMs: number, leaseToken?: string): Promise<RunStart> {
-    return (await this.beginRuns([fire], owner, leaseMs, leaseToken === undefined ? undefined : [leaseToken]))[0]!;
+    return (
+      await this.beginRuns([fire], owner, leaseMs, leaseToken === undefined ? undefined : [leaseToken])
+    )[0]!;
   }
 
   /** beginRun for many fires in one statement (plus one read for the skipped); results in input order. */
