@@ -9,13 +9,17 @@
 import { Client } from 'pg';
 import { startApp, type AppProcess } from '../support/apps';
 import { testDatabase, type TestDatabase } from '../support/db';
+import { policiesToWire, targetToWire } from '@tickwork/domain';
 import { eventually, freePort, STACK } from '../support/env';
+import { testKafkaBus } from '../support/kafka';
+import { KafkaSink } from '../support/sink';
 import {
   executorEnv,
   fireOf,
   FirePublisher,
   insertJob,
   Outputs,
+  quickRetry,
   ScriptedReceiver,
   topicsOf,
   webhook,
@@ -32,6 +36,16 @@ const LEASE_30S = {
   // The purge and readiness use the same pool: they must ride the blip out quietly.
   TICKWORK_RUN_PURGE_INTERVAL: '1s',
 };
+
+/** How many messages a (fresh) topic holds: the sum of its partitions' end offsets. */
+async function sinkLength(topic: string): Promise<number> {
+  const admin = await testKafkaBus('tickwork-test').admin();
+  try {
+    return (await admin.groupLag('no-such-group', topic)).reduce((sum, p) => sum + Number(p.end), 0);
+  } finally {
+    await admin.disconnect();
+  }
+}
 
 /** Makes one database refuse connections and ends its sessions, then lets them back in. */
 class DatabaseBlip {
@@ -204,4 +218,76 @@ describe('executor through a database blip', () => {
     const figures = await throughABlip('blip3', 40, 20);
     process.stdout.write(`db blip, 3 s lease: ${JSON.stringify(figures)}\n`);
   }, 180_000);
+
+  it("Kafka targets' first attempts through a blip: each fire produced once, each run recorded once", async () => {
+    const sink = await KafkaSink.create(`${db.iso.topicPrefix}.blip-sink`, 4);
+    try {
+      const n = 6_000;
+      const target = sink.target();
+      await db.pool.query(
+        `INSERT INTO jobs (job_id, tenant_id, shard, schedule_kind, schedule, status, target, payload, policies)
+         SELECT 'kblip-' || g, 'acme', 0, 'once', $1::jsonb, 'COMPLETED', $2::jsonb, '{"n":1}'::jsonb, $3::jsonb
+           FROM generate_series(1, $4::int) AS g`,
+        [
+          JSON.stringify({ kind: 'once', at: new Date().toISOString() }),
+          JSON.stringify(targetToWire(target)),
+          JSON.stringify(policiesToWire(quickRetry())),
+          n,
+        ],
+      );
+      const recorded = async () =>
+        (
+          await db.pool.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM job_runs WHERE job_id LIKE 'kblip-%' AND status = 'SUCCEEDED'`,
+          )
+        ).rows[0]!.n;
+      await publisher.publish(...Array.from({ length: n }, (_, i) => fireOf(`kblip-${i + 1}`, target)));
+      await eventually(
+        'the first runs recorded',
+        async () => ((await recorded()) >= 200 ? true : undefined),
+        60_000,
+        20,
+      );
+      blip = new DatabaseBlip(new URL(db.iso.databaseUrl).pathname.slice(1));
+      await blip.down();
+      const producedAtDown = sink.deliveries().size;
+      await new Promise((r) => setTimeout(r, BLIP_MS));
+      await blip.up();
+      blip = undefined;
+      // The blip landed while fires were still running, or this test proves nothing.
+      expect(producedAtDown).toBeLessThan(n);
+
+      await eventually(
+        `all ${n} runs recorded`,
+        async () => ((await recorded()) === n ? true : undefined),
+        90_000,
+        200,
+      ).catch((e: Error) => {
+        throw new Error(`${e.message}\n${tails()}`);
+      });
+      await eventually(
+        'every fire on the sink',
+        () => {
+          const d = sink.deliveries();
+          return d.size >= n ? d : undefined;
+        },
+        60_000,
+      );
+      // Count only once the tap has read everything on the sink (a second copy may come last).
+      const onSink = await sinkLength(sink.topic);
+      await eventually(
+        'the tap to read the whole sink',
+        () => (sink.tap.messages.length >= onSink ? true : undefined),
+        30_000,
+      );
+      const twice = [...sink.deliveries()].filter(([, c]) => c > 1).map(([id]) => id);
+      expect({ producedTwice: twice.length, sample: twice.slice(0, 5) }).toEqual({
+        producedTwice: 0,
+        sample: [],
+      });
+      process.stdout.write(`db blip, Kafka targets: ${JSON.stringify({ n, producedAtDown })}\n`);
+    } finally {
+      await sink.close();
+    }
+  }, 240_000);
 });
