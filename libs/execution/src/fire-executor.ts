@@ -312,6 +312,7 @@ export class FireExecutor {
     // Another copy of this fire is being worked on here (a relay re-published it): wait for it to
     // be done, then go on (it will most likely find the run final).
     for (let other = this.leased.get(id); other; other = this.leased.get(id)) await other;
+    if (stopping.aborted) return { kind: 'abandoned' };
     let done!: () => void;
     this.leased.set(id, new Promise<void>((resolve) => (done = resolve)));
     try {
