@@ -1,10 +1,11 @@
 /**
  * The run ledger's executor side against real PostgreSQL: the job's retry policy read with the
  * lease, unknown jobs, RETRYING runs taken by the next attempt only, hand-off markers, lease
- * release, and the retention purge (batched, skipping rows locked by the hot path).
+ * release, and the retention purge (batched, skipping rows locked by the hot path); and writes
+ * tried again after their answer was lost (a database blip), which must recognise themselves.
  */
 import type { FireEvent } from '@tickwork/domain';
-import { RunRepository } from '@tickwork/store';
+import { issueLeaseToken, newLeaseIssuer, RunRepository } from '@tickwork/store';
 import { testDatabase, type TestDatabase } from '../support/db';
 import { fireOf, insertJob, quickRetry, webhook } from '../e2e/executor-harness';
 
@@ -221,5 +222,110 @@ describe('batched ledger writes', () => {
     ]);
     expect(ok).toEqual([true, false, true]);
     expect((await runs.findRunState(b))?.status).toBe('RETRYING');
+  });
+});
+
+describe('ledger writes tried again after their answer was lost', () => {
+  let db: TestDatabase;
+  let runs: RunRepository;
+  const target = webhook('https://example.com/hook');
+  const me = newLeaseIssuer();
+  const done = { status: 'SUCCEEDED', httpStatus: 200, error: null } as const;
+
+  beforeAll(async () => {
+    db = await testDatabase('execretried');
+    runs = new RunRepository(db.pool);
+  });
+  afterAll(async () => db?.close());
+
+  const tokenOf = async (fire: FireEvent) =>
+    (
+      await db.pool.query<{ t: string }>('SELECT lease_token::text AS t FROM job_runs WHERE job_id = $1', [
+        fire.jobId,
+      ])
+    ).rows[0]?.t;
+
+  it('beginRun under a token: a retry of an insert that committed proceeds under the same lease', async () => {
+    const fire = fireOf('lost-begin', target);
+    const token = issueLeaseToken(me);
+    expect(await runs.beginRun(fire, 'exec-a', 30_000, token)).toMatchObject({
+      action: 'execute',
+      leaseToken: token,
+    });
+    // The answer was lost; the executor tries again with the same token: no wait for its own lease.
+    expect(await runs.beginRun(fire, 'exec-a', 30_000, token)).toMatchObject({
+      action: 'execute',
+      leaseToken: token,
+    });
+    expect(await tokenOf(fire)).toBe(token);
+    expect(await runs.completeRun(fire, token, done)).toBe(true);
+  });
+
+  it("takes back at once a live lease its own issuer gave up; another issuer's live lease is left alone", async () => {
+    const fire = fireOf('given-up', target);
+    const abandoned = issueLeaseToken(me);
+    expect(await runs.beginRun(fire, 'exec-a', 30_000, abandoned)).toMatchObject({ action: 'execute' });
+
+    const other = newLeaseIssuer();
+    const theirs = await runs.beginRun(fire, 'exec-b', 30_000, issueLeaseToken(other));
+    expect(theirs).toMatchObject({ action: 'skip', reason: 'LEASE_HELD', status: 'RUNNING' });
+    if (theirs.action !== 'skip') throw new Error('expected skip');
+    expect(theirs.run?.leaseRemainingMs).toBeGreaterThan(25_000);
+
+    const again = issueLeaseToken(me);
+    expect(await runs.beginRun(fire, 'exec-a', 30_000, again)).toMatchObject({
+      action: 'execute',
+      leaseToken: again,
+      takenOver: true,
+    });
+    // The given-up lease is fenced out; the new one records.
+    expect(await runs.completeRun(fire, abandoned, { ...done, retried: true })).toBe(false);
+    expect(await runs.completeRun(fire, again, done)).toBe(true);
+  });
+
+  it('a retried completeRun recognises its own committed write; nothing else passes', async () => {
+    const fire = fireOf('lost-complete', target);
+    const token = issueLeaseToken(me);
+    await runs.beginRun(fire, 'exec-a', 30_000, token);
+    const retrying = {
+      status: 'RETRYING',
+      httpStatus: 503,
+      error: 'HTTP 503',
+      nextAttemptAt: new Date(Date.now() + 60_000),
+    } as const;
+    expect(await runs.completeRun(fire, token, retrying)).toBe(true);
+    await runs.markHandedOff(fire, 'RETRYING', 1);
+    // Tried again after the answer was lost: recorded, and the hand-off mark left as it was.
+    expect(await runs.completeRun(fire, token, { ...retrying, retried: true })).toBe(true);
+    expect((await runs.findRunState(fire))?.handedOffAt).not.toBeNull();
+    // Not a retry, another status, or another lease: fenced out as before.
+    expect(await runs.completeRun(fire, token, retrying)).toBe(false);
+    expect(await runs.completeRun(fire, token, { ...done, retried: true })).toBe(false);
+    expect(await runs.completeRun(fire, issueLeaseToken(me), { ...retrying, retried: true })).toBe(false);
+  });
+
+  it('a retried unleased record recognises the row it stored; a concurrent delivery’s row is not its own', async () => {
+    await insertJob(db.pool, 'lost-record', target);
+    const fire = fireOf('lost-record', target);
+    const run = { fire, owner: 'exec-a', durationMs: 4, httpStatus: null, leaseToken: issueLeaseToken(me) };
+    expect(await runs.recordUnleasedRuns([run])).toEqual([true]);
+    expect(await runs.recordUnleasedRuns([{ ...run, retried: true }])).toEqual([true]);
+    expect(await runs.recordUnleasedRuns([run])).toEqual([false]);
+    expect(
+      await runs.recordUnleasedRuns([
+        { ...run, owner: 'exec-b', leaseToken: issueLeaseToken(newLeaseIssuer()), retried: true },
+      ]),
+    ).toEqual([false]);
+    // A batch mixing a retried record with a fresh one answers each.
+    const fresh = {
+      ...run,
+      fire: fireOf('lost-record', target, { fenceToken: 2 }),
+      leaseToken: issueLeaseToken(me),
+    };
+    expect(await runs.recordUnleasedRuns([{ ...run, retried: true }, fresh])).toEqual([true, true]);
+    const { rows } = await db.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM job_runs WHERE job_id = 'lost-record' AND status = 'SUCCEEDED'`,
+    );
+    expect(rows[0]!.n).toBe(2);
   });
 });

@@ -66,6 +66,8 @@ const DELIVERIES_PER_SLOT = 4;
  * window / lifetime: 400 deliveries of ~60 ms is ~6,600 fires/s. Each holds one fetched message.
  */
 const MIN_DELIVERIES = 2_000;
+/** A database blip makes every fire in flight retry its ledger write: one line per this long, not one per fire. */
+const LEDGER_RETRY_LOG_EVERY_MS = 5_000;
 
 @Injectable()
 export class ExecutorService implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -90,6 +92,8 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
   /** Fire lines go to pino directly, so their fields are built only when the level is on. */
   private readonly fireLog: PinoLogger;
   private readonly readiness: Readiness;
+  /** Ledger retries since the last line about them (see onLedgerRetry). */
+  private ledgerRetries = { count: 0, loggedAt: 0 };
 
   constructor(
     private readonly config: TickworkConfig,
@@ -191,6 +195,7 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
               'fire executed',
             );
         },
+        onLedgerRetry: (step, e) => this.ledgerRetried(step, e),
         onDuplicate: (f, reason) => {
           this.metrics.duplicate(reason);
           if (this.fireLog.isLevelEnabled('debug'))
@@ -317,6 +322,19 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
     this.log.log(
       `executor ${c.instanceId} started (group ${x.groupId}, concurrency ${x.concurrency}, allow-list [${x.webhookAllowList.join(', ')}])`,
     );
+  }
+
+  /** Logs ledger statements being retried on a transient error: at most one line per LEDGER_RETRY_LOG_EVERY_MS. */
+  private ledgerRetried(step: string, e: Error): void {
+    const r = this.ledgerRetries;
+    r.count++;
+    const now = Date.now();
+    if (now - r.loggedAt < LEDGER_RETRY_LOG_EVERY_MS) return;
+    this.log.warn(
+      `run ledger unreachable (${step}: ${e.message}); ${r.count} ledger statement(s) retried since the last report, outcomes held in memory`,
+    );
+    r.count = 0;
+    r.loggedAt = now;
   }
 
   /** Topics created a moment ago may not have leaders yet: metadata errors at start-up are retried a few times. */

@@ -12,7 +12,12 @@ import type { RunLedger } from './fire-executor';
 
 /** The batch forms of the ledger writes (RunRepository has them). */
 export interface BatchRunStore extends RunLedger {
-  beginRuns(fires: readonly FireEvent[], owner: string, leaseMs: number): Promise<RunStart[]>;
+  beginRuns(
+    fires: readonly FireEvent[],
+    owner: string,
+    leaseMs: number,
+    leaseTokens?: readonly (string | undefined)[],
+  ): Promise<RunStart[]>;
   completeRuns(
     items: readonly { readonly key: FireKey; readonly leaseToken: string; readonly outcome: RunCompletion }[],
   ): Promise<boolean[]>;
@@ -95,7 +100,7 @@ export class Coalescer<I, O> {
 
 /** A RunLedger whose begin and complete writes are batched across concurrent fires. */
 export class CoalescingLedger implements RunLedger {
-  private readonly begins: Coalescer<FireEvent, RunStart>;
+  private readonly begins: Coalescer<{ fire: FireEvent; leaseToken: string | undefined }, RunStart>;
   private readonly completes: Coalescer<
     { key: FireKey; leaseToken: string; outcome: RunCompletion },
     boolean
@@ -112,7 +117,13 @@ export class CoalescingLedger implements RunLedger {
   ) {
     const o = { maxBatch: opts.maxBatch ?? 500, maxInFlight: opts.maxInFlight ?? 4 };
     this.begins = new Coalescer(
-      (fires) => this.store.beginRuns(fires, this.beginOwner!.owner, this.beginOwner!.leaseMs),
+      (items) =>
+        this.store.beginRuns(
+          items.map((x) => x.fire),
+          this.beginOwner!.owner,
+          this.beginOwner!.leaseMs,
+          items.map((x) => x.leaseToken),
+        ),
       o,
     );
     this.completes = new Coalescer((items) => this.store.completeRuns(items), o);
@@ -126,12 +137,12 @@ export class CoalescingLedger implements RunLedger {
   }
 
   /** Batched beginRun; every caller of one ledger must pass the same owner and lease length. */
-  beginRun(fire: FireEvent, owner: string, leaseMs: number): Promise<RunStart> {
+  beginRun(fire: FireEvent, owner: string, leaseMs: number, leaseToken?: string): Promise<RunStart> {
     if (this.beginOwner && (this.beginOwner.owner !== owner || this.beginOwner.leaseMs !== leaseMs)) {
-      return this.store.beginRun(fire, owner, leaseMs);
+      return this.store.beginRun(fire, owner, leaseMs, leaseToken);
     }
     this.beginOwner = { owner, leaseMs };
-    return this.begins.submit(fire);
+    return this.begins.submit({ fire, leaseToken });
   }
 
   /** Batched completeRun. */

@@ -48,8 +48,31 @@ const fire: FireEvent = {
   payload: { a: 1 },
 };
 
+/** What node-postgres throws when the server refuses the connection (a transient error). */
+const refused = () =>
+  Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+
+type Step = 'begin' | 'complete' | 'record-unleased' | 'handed-off' | 'may-run-unleased';
+
 class Script implements RunLedger, FireOutcomeSink {
   readonly log: string[] = [];
+  /** How many more times each ledger step fails, and with what (default: connection refused). */
+  failures: Partial<Record<Step, number>> = {};
+  failWith: () => Error = refused;
+  /** The lease token the executor asked for, per beginRun. */
+  readonly beginTokens: (string | undefined)[] = [];
+  /** Answers of the next beginRuns, in order (then `start`). */
+  starts: RunStart[] = [];
+  /** The unleased runs recordUnleasedRun was given. */
+  readonly unleasedRuns: UnleasedRun[] = [];
+
+  protected fail(step: Step): void {
+    const left = this.failures[step] ?? 0;
+    if (left <= 0) return;
+    this.failures[step] = left - 1;
+    this.log.push(`${step} failed`);
+    throw this.failWith();
+  }
   start: RunStart = {
     action: 'execute',
     leaseToken: 'L1',
@@ -64,9 +87,11 @@ class Script implements RunLedger, FireOutcomeSink {
   /** What recordUnleasedRun answers (false: a concurrent delivery recorded first). */
   unleasedRecorded = true;
 
-  async beginRun(): Promise<RunStart> {
+  async beginRun(_f: FireEvent, _owner: string, _leaseMs: number, leaseToken?: string): Promise<RunStart> {
+    this.beginTokens.push(leaseToken);
+    this.fail('begin');
     this.log.push('begin');
-    return this.start;
+    return this.starts.shift() ?? this.start;
   }
   async heartbeat(): Promise<boolean> {
     this.log.push('heartbeat');
@@ -74,20 +99,25 @@ class Script implements RunLedger, FireOutcomeSink {
     return this.heartbeatResult;
   }
   async completeRun(_k: FireKey, token: string, o: RunCompletion): Promise<boolean> {
+    this.fail('complete');
     this.log.push(
-      `complete ${o.status} ${token}${o.nextAttemptAt ? ` next=${o.nextAttemptAt.toISOString()}` : ''}`,
+      `complete ${o.status} ${token}${o.nextAttemptAt ? ` next=${o.nextAttemptAt.toISOString()}` : ''}${o.retried ? ' retried' : ''}`,
     );
     return this.completes;
   }
   async mayRunUnleased(): Promise<boolean> {
+    this.fail('may-run-unleased');
     this.log.push('may-run-unleased');
     return this.unleasedAllowed;
   }
   async recordUnleasedRun(r: UnleasedRun): Promise<boolean> {
-    this.log.push(`record-unleased ${r.fire.fenceToken} by=${r.owner}`);
+    this.unleasedRuns.push(r);
+    this.fail('record-unleased');
+    this.log.push(`record-unleased ${r.fire.fenceToken} by=${r.owner}${r.retried ? ' retried' : ''}`);
     return this.unleasedRecorded;
   }
   async markHandedOff(_k: FireKey, status: string, attempt: number): Promise<void> {
+    this.fail('handed-off');
     this.log.push(`handed-off ${status} ${attempt}`);
   }
   async releaseRun(): Promise<void> {
@@ -118,19 +148,38 @@ class Target implements TargetRunner<WebhookTarget>, TargetRunner<KafkaTarget> {
   }
 }
 
-function setup(opts: { leaseMs?: number; heartbeatMs?: number; webhookSlots?: Slots } = {}) {
+function setup(
+  opts: { leaseMs?: number; heartbeatMs?: number; webhookSlots?: Slots; ledgerRetryMs?: number } = {},
+) {
   const s = new Script();
   const t = new Target();
-  const ex = new FireExecutor(s, t, t, s, {
-    owner: 'me',
-    runLeaseMs: opts.leaseMs ?? 30_000,
-    heartbeatMs: opts.heartbeatMs ?? 10_000,
-    runRetentionMs: 30 * 86_400_000,
-    now: () => now,
-    random: () => 0.5,
-    ...(opts.webhookSlots ? { webhookSlots: opts.webhookSlots } : {}),
-  });
-  return { s, t, ex, stop: new AbortController() };
+  const retries: string[] = [];
+  const ex = new FireExecutor(
+    s,
+    t,
+    t,
+    s,
+    {
+      owner: 'me',
+      runLeaseMs: opts.leaseMs ?? 30_000,
+      heartbeatMs: opts.heartbeatMs ?? 10_000,
+      runRetentionMs: 30 * 86_400_000,
+      now: () => now,
+      random: () => 0.5,
+      ...(opts.webhookSlots ? { webhookSlots: opts.webhookSlots } : {}),
+      ...(opts.ledgerRetryMs !== undefined ? { ledgerRetryMs: opts.ledgerRetryMs } : {}),
+    },
+    { onLedgerRetry: (step, _e, tries) => retries.push(`${step} ${tries}`) },
+  );
+  return { s, t, ex, retries, stop: new AbortController() };
+}
+
+/** Polls `check` every few ms until it holds (2 s at most). */
+async function eventually(check: () => boolean): Promise<void> {
+  for (const deadline = Date.now() + 2_000; !check(); ) {
+    if (Date.now() > deadline) throw new Error('condition not met within 2 s');
+    await new Promise((r) => setTimeout(r, 5));
+  }
 }
 
 const hanging = (signal?: AbortSignal) =>
@@ -471,6 +520,221 @@ describe('FireExecutor', () => {
     const r = await ex.execute({ ...fire, scheduledFor: new Date(now.getTime() + 1_500) }, stop.signal);
     expect(r).toMatchObject({ kind: 'later', afterMs: 1_500 });
     expect(s.log).toEqual([]);
+  });
+
+  describe('through a database blip', () => {
+    it('keeps the answer through failing record writes: one call, one recorded outcome, one result', async () => {
+      const { s, t, ex, retries, stop } = setup();
+      s.failures.complete = 4;
+      expect(await ex.execute(fire, stop.signal)).toMatchObject({ kind: 'executed', outcome: 'SUCCEEDED' });
+      expect(t.calls).toHaveLength(1);
+      expect(s.log).toEqual([
+        'begin',
+        'complete failed',
+        'complete failed',
+        'complete failed',
+        'complete failed',
+        // The retry says so: a try whose answer was lost may have committed (see completeRuns).
+        'complete SUCCEEDED L1 retried',
+        'result 1 SUCCEEDED',
+      ]);
+      expect(retries).toEqual(['record 1', 'record 2', 'record 3', 'record 4']);
+    });
+
+    it('renews the lease while the record is retried', async () => {
+      const { s, t, ex, stop } = setup({ heartbeatMs: 40 });
+      s.failures.complete = 4; // 100 + 200 + 400 + 800 ms of backoff
+      expect(await ex.execute(fire, stop.signal)).toMatchObject({ kind: 'executed' });
+      expect(t.calls).toHaveLength(1);
+      const firstFail = s.log.indexOf('complete failed');
+      const recorded = s.log.indexOf('complete SUCCEEDED L1 retried');
+      const renewals = s.log.slice(firstFail, recorded).filter((l) => l === 'heartbeat');
+      expect(renewals.length).toBeGreaterThanOrEqual(10);
+      // No renewal after the outcome is recorded.
+      const after = s.log.length;
+      await new Promise((r) => setTimeout(r, 120));
+      expect(s.log).toHaveLength(after);
+    });
+
+    it('an answered call is kept when the ledger is unreachable for longer than the lease: recorded, not called again', async () => {
+      const { s, t, ex, stop } = setup({ leaseMs: 150, heartbeatMs: 30 });
+      s.heartbeatResult = refused();
+      s.failures.complete = 3; // 700 ms: the lease must have run out meanwhile
+      expect(await ex.execute(fire, stop.signal)).toMatchObject({ kind: 'executed', outcome: 'SUCCEEDED' });
+      expect(t.calls).toHaveLength(1);
+      expect(s.log.filter((l) => !l.startsWith('heartbeat'))).toEqual([
+        'begin',
+        'complete failed',
+        'complete failed',
+        'complete failed',
+        'complete SUCCEEDED L1 retried',
+        'result 1 SUCCEEDED',
+      ]);
+    });
+
+    it('a retried record fenced out (the lease was taken over) records and produces nothing', async () => {
+      const { s, t, ex, stop } = setup();
+      s.failures.complete = 1;
+      s.completes = false;
+      expect(await ex.execute(fire, stop.signal)).toEqual({ kind: 'lease-lost' });
+      expect(t.calls).toHaveLength(1);
+      expect(s.log).toEqual(['begin', 'complete failed', 'complete SUCCEEDED L1 retried']);
+    });
+
+    it('records a retry and retries its hand-off mark, producing the retry message once', async () => {
+      const { s, t, ex, stop } = setup();
+      t.answer = async () => ({ ok: false, httpStatus: 503, error: 'HTTP 503', retryable: true });
+      s.failures.complete = 1;
+      s.failures['handed-off'] = 2;
+      expect(await ex.execute(fire, stop.signal)).toMatchObject({ kind: 'executed', outcome: 'RETRYING' });
+      expect(s.log).toEqual([
+        'begin',
+        'complete failed',
+        'complete RETRYING L1 next=2026-06-01T12:00:00.500Z retried',
+        'retry attempt=2 at=2026-06-01T12:00:00.500Z',
+        'handed-off failed',
+        'handed-off failed',
+        'handed-off RETRYING 1',
+        'result 1 RETRYING',
+      ]);
+    });
+
+    it('on stop while retrying the record: abandoned (not acknowledged), the lease given up, no second call', async () => {
+      const { s, t, ex, stop } = setup();
+      s.failures.complete = 1_000;
+      const running = ex.execute(fire, stop.signal);
+      await eventually(() => s.log.includes('complete failed'));
+      stop.abort();
+      expect(await running).toEqual({ kind: 'abandoned' });
+      expect(t.calls).toHaveLength(1);
+      expect(s.log.at(-1)).toBe('release');
+      expect(getEventListeners(stop.signal, 'abort').length).toBeLessThanOrEqual(1);
+    });
+
+    it('gives the delivery back when the ledger stays unreachable past the retry budget', async () => {
+      const { s, t, ex, stop } = setup({ ledgerRetryMs: 250 });
+      s.failures.complete = 1_000;
+      expect(await ex.execute(fire, stop.signal)).toMatchObject({
+        kind: 'later',
+        why: 'run ledger unreachable',
+      });
+      expect(t.calls).toHaveLength(1);
+      expect(s.log.filter((l) => l === 'complete failed').length).toBeGreaterThanOrEqual(2);
+    });
+
+    it('does not retry an error that is not transient (a constraint violation): it is thrown', async () => {
+      const { s, ex, retries, stop } = setup();
+      s.failures.complete = 1;
+      s.failWith = () =>
+        Object.assign(new Error('duplicate key value violates unique constraint'), {
+          code: '23505',
+          severity: 'ERROR',
+        });
+      await expect(ex.execute(fire, stop.signal)).rejects.toThrow('duplicate key');
+      expect(retries).toEqual([]);
+    });
+
+    it('retries beginRun with the same lease token, issued by this executor', async () => {
+      const { s, t, ex, retries, stop } = setup();
+      s.failures.begin = 2;
+      expect(await ex.execute(fire, stop.signal)).toMatchObject({ kind: 'executed', outcome: 'SUCCEEDED' });
+      expect(t.calls).toHaveLength(1);
+      expect(retries).toEqual(['begin 1', 'begin 2']);
+      const [first, ...rest] = s.beginTokens;
+      expect(first).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+      expect(rest).toEqual([first, first]);
+      // The next fire gets another lease token of the same issuer; another executor, another issuer.
+      await ex.execute({ ...fire, fenceToken: 5, fireId: 'j:5' }, stop.signal);
+      const next = s.beginTokens.at(-1)!;
+      expect(next).not.toBe(first);
+      expect(next.slice(0, 18)).toBe(first!.slice(0, 18));
+      const other = setup();
+      await other.ex.execute(fire, other.stop.signal);
+      expect(other.s.beginTokens[0]!.slice(0, 18)).not.toBe(first!.slice(0, 18));
+    });
+
+    it('a second copy of a fire running here waits for the first, then begins: never for a lease', async () => {
+      const { s, t, ex, stop } = setup();
+      let answer: (o: AttemptOutcome) => void = () => undefined;
+      t.answer = () => new Promise((resolve) => (answer = resolve));
+      const final: RunStart = { action: 'skip', reason: 'ALREADY_FINAL', status: 'SUCCEEDED', run: null };
+      s.starts = [s.start, final];
+      const first = ex.execute(fire, stop.signal);
+      const second = ex.execute(fire, stop.signal);
+      await eventually(() => t.calls.length === 1);
+      // The copy has not begun: beginning would take back the lease this executor is using.
+      expect(s.log).toEqual(['begin']);
+      answer({ ok: true, httpStatus: 200, error: null, retryable: false });
+      await expect(first).resolves.toMatchObject({ kind: 'executed' });
+      await expect(second).resolves.toEqual({ kind: 'duplicate', reason: 'ALREADY_FINAL' });
+      expect(s.log).toEqual(['begin', 'complete SUCCEEDED L1', 'result 1 SUCCEEDED', 'begin']);
+      expect(t.calls).toHaveLength(1);
+    });
+
+    it("a Kafka target's unleased record is retried with its token, never produced again", async () => {
+      const { s, t, ex, stop } = setup();
+      s.unleasedAllowed = true;
+      s.failures['may-run-unleased'] = 1;
+      s.failures['record-unleased'] = 2;
+      const kafkaFire: FireEvent = {
+        ...fire,
+        target: { type: 'kafka', topic: 'orders', key: null, headers: {} },
+      };
+      expect(await ex.execute(kafkaFire, stop.signal)).toMatchObject({
+        kind: 'executed',
+        outcome: 'SUCCEEDED',
+      });
+      expect(t.calls).toHaveLength(1);
+      expect(s.log).toEqual([
+        'may-run-unleased failed',
+        'may-run-unleased',
+        'record-unleased failed',
+        'record-unleased failed',
+        'record-unleased 4 by=me retried',
+        'result 1 SUCCEEDED',
+      ]);
+      const tokens = new Set(s.unleasedRuns.map((r) => r.leaseToken));
+      expect(tokens.size).toBe(1);
+      expect([...tokens][0]).toMatch(/^[0-9a-f-]{36}$/);
+    });
+
+    it('a produced batch of Kafka targets is recorded by a retried insert, not produced again', async () => {
+      const s = new (class extends Script {
+        async recordUnleasedRuns(runs: readonly UnleasedRun[]): Promise<boolean[]> {
+          this.fail('record-unleased');
+          this.log.push(
+            `record ${runs.map((r) => r.fire.fenceToken).join(',')}${runs[0]!.retried ? ' retried' : ''}`,
+          );
+          return runs.map(() => true);
+        }
+      })();
+      s.unleasedAllowed = true;
+      s.failures['record-unleased'] = 2;
+      const t = new Target();
+      const ex = new FireExecutor(s, t, t, s, {
+        owner: 'me',
+        runLeaseMs: 30_000,
+        heartbeatMs: 10_000,
+        runRetentionMs: 30 * 86_400_000,
+        now: () => now,
+      });
+      const kafka = (n: number): FireEvent => ({
+        ...fire,
+        fenceToken: n,
+        fireId: `j:${n}`,
+        target: { type: 'kafka', topic: 'orders', key: null, headers: {} },
+      });
+      const reports = await Promise.all(
+        ex.executeMany([kafka(1), kafka(2)], new AbortController().signal, [{}, {}]),
+      );
+      expect(reports.map((r) => r.kind)).toEqual(['executed', 'executed']);
+      expect(t.calls.map((c) => c.fenceToken)).toEqual([1, 2]);
+      expect(s.log.filter((l) => l.startsWith('record'))).toEqual([
+        'record-unleased failed',
+        'record-unleased failed',
+        'record 1,2 retried',
+      ]);
+    });
   });
 
   describe('executeMany', () => {

@@ -5,6 +5,12 @@
  * publish the attempt's result. Recording comes before handing on, so an executor fenced out
  * while it worked produces nothing; a crash between the two is repaired by the re-delivery,
  * which finds the run recorded but not handed off and hands it off again.
+ *
+ * A ledger statement that fails on a transient error (the database restarting, a connection cut)
+ * is tried again here, with a short capped backoff: an executor holding a target's answer keeps
+ * it and records it under its own lease (renewing the lease meanwhile) rather than call the
+ * target again. Its own lease is never a reason to wait: this executor never begins a fire it is
+ * already working on, so a run leased by this executor and not in its hands is taken back at once.
  */
 import type {
   FireEvent,
@@ -15,7 +21,15 @@ import type {
   RetryPolicy,
   WebhookTarget,
 } from '@tickwork/domain';
-import type { RunCompletion, RunStart, RunState, UnleasedRun } from '@tickwork/store';
+import {
+  isTransientDatabaseError,
+  issueLeaseToken,
+  newLeaseIssuer,
+  type RunCompletion,
+  type RunStart,
+  type RunState,
+  type UnleasedRun,
+} from '@tickwork/store';
 import { bindTraceContext, boundTraceContext } from '@tickwork/telemetry';
 import type { AttemptOutcome, TargetRequest, TargetRunner } from './attempt';
 import type { FireOutcomeSink } from './outcome-sink';
@@ -24,7 +38,8 @@ import type { Slots } from './slots';
 
 /** The ledger operations the executor needs (RunRepository implements them). */
 export interface RunLedger {
-  beginRun(fire: FireEvent, owner: string, leaseMs: number): Promise<RunStart>;
+  /** `leaseToken`: the token to lease the run under (issueLeaseToken); see RunRepository.beginRun. */
+  beginRun(fire: FireEvent, owner: string, leaseMs: number, leaseToken?: string): Promise<RunStart>;
   heartbeat(key: FireKey, leaseToken: string, leaseMs: number): Promise<boolean>;
   completeRun(key: FireKey, leaseToken: string, outcome: RunCompletion): Promise<boolean>;
   markHandedOff(key: FireKey, status: 'RETRYING' | 'DEAD_LETTERED', attempt: number): Promise<void>;
@@ -57,6 +72,11 @@ export interface ExecutorOptions {
    * Absent = unbounded.
    */
   readonly webhookSlots?: Slots;
+  /**
+   * How long a ledger statement is tried again on a transient database error (backoff 100 ms
+   * doubling to 2 s) before the delivery is given back to be re-delivered. Default 5 minutes.
+   */
+  readonly ledgerRetryMs?: number;
 }
 
 export type ExecutionReport =
@@ -68,8 +88,13 @@ export type ExecutionReport =
   /** The executor is stopping: the lease was released and the delivery must not be acknowledged. */
   | { readonly kind: 'abandoned' };
 
+/** The ledger statements of a delivery, as named in `onLedgerRetry`. */
+export type LedgerStep = 'begin' | 'check' | 'record' | 'hand-off';
+
 export interface ExecutorEvents {
   onExecuted?(fire: FireEvent, result: FireResult): void;
+  /** A ledger statement failed on a transient error and will be tried again (`tries` so far). */
+  onLedgerRetry?(step: LedgerStep, error: Error, tries: number): void;
   onDuplicate?(fire: FireEvent, reason: string): void;
   onLeaseLost?(fire: FireEvent): void;
   onDeadLettered?(fire: FireEvent, reason: DeadLetterReason, detail: string): void;
@@ -86,8 +111,28 @@ const SAME_FIRE_HERE = {
   report: { kind: 'later', afterMs: 50, why: 'the same fire is running here' },
 } as const;
 const LEDGER_UNREACHABLE_RETRY_MS = 1_000;
+const LEDGER_UNREACHABLE = {
+  kind: 'later',
+  afterMs: LEDGER_UNREACHABLE_RETRY_MS,
+  why: 'run ledger unreachable',
+} as const;
 const LEASED = { kind: 'leased' } as const;
 const ABANDONED = { kind: 'report', report: { kind: 'abandoned' } } as const;
+/** Backoff between tries of a ledger statement that failed on a transient error. */
+const LEDGER_RETRY = { initialMs: 100, maxMs: 2_000 } as const;
+const DEFAULT_LEDGER_RETRY_MS = 300_000;
+
+/** A ledger statement tried until it answered, or given up: the executor is stopping, or the budget ran out. */
+type Retried<T> =
+  | { readonly ok: true; readonly value: T }
+  | { readonly ok: false; readonly why: 'stopping' | 'budget' };
+const GAVE_UP_STOPPING = { ok: false, why: 'stopping' } as const;
+const GAVE_UP_BUDGET = { ok: false, why: 'budget' } as const;
+
+/** What a delivery reports when a ledger statement was given up. */
+function givenUp(why: 'stopping' | 'budget'): ExecutionReport {
+  return why === 'stopping' ? { kind: 'abandoned' } : LEDGER_UNREACHABLE;
+}
 
 /** How a first attempt without a lease went: done, its produce failed, or it must take a lease. */
 type Unleased =
@@ -106,12 +151,76 @@ function unleasedId(fire: FireEvent): string {
   return `${fire.jobId}\u0000${fire.fenceToken}`;
 }
 
+/**
+ * Renews a run's lease every heartbeat from the start of its target call until its outcome is
+ * recorded. While the call runs, a renewal that finds the lease gone aborts it, and so does a
+ * ledger unreachable for a whole lease (someone else may hold the run by then). Once the call has
+ * answered, nothing aborts anything: the answer is kept and its write retried under the lease.
+ */
+class LeaseKeeper {
+  /** When the lease was last known to be held: the send time of the last renewal that found it. */
+  private heldAt: number;
+  private readonly timer: NodeJS.Timeout;
+  private call: AbortController | undefined;
+  /** The call was aborted because the ledger could not confirm the lease for a whole lease. */
+  unconfirmed = false;
+
+  constructor(
+    private readonly runs: RunLedger,
+    private readonly key: FireKey,
+    private readonly leaseToken: string,
+    private readonly leaseMs: number,
+    heartbeatMs: number,
+    heldAt: number,
+  ) {
+    this.heldAt = heldAt;
+    this.timer = setInterval(() => this.renew(), heartbeatMs);
+  }
+
+  /** The call in flight (aborted by a lost lease), or undefined once it answered. */
+  guard(call: AbortController | undefined): void {
+    this.call = call;
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.call = undefined;
+  }
+
+  private renew(): void {
+    const sent = Date.now();
+    this.runs.heartbeat(this.key, this.leaseToken, this.leaseMs).then(
+      (held) => {
+        if (held) this.heldAt = Math.max(this.heldAt, sent);
+        else this.call?.abort();
+      },
+      () => {
+        const call = this.call;
+        if (call && Date.now() - this.heldAt >= this.leaseMs) {
+          this.unconfirmed = !call.signal.aborted;
+          call.abort();
+        }
+      },
+    );
+  }
+}
+
 export class FireExecutor {
   private readonly now: () => Date;
   private readonly random: () => number;
   private readonly inFlight = new Map<AbortSignal, Set<{ abort(): void }>>();
   /** Fires whose first attempt runs here without a lease, by `job_id\u0000fence_token`. */
   private readonly unleased = new Set<string>();
+  /**
+   * Runs a delivery here is working on under a lease (from before `beginRun` until its report),
+   * each with a promise settled when it is done. Another copy of the fire waits for it, so this
+   * executor never begins a run it is working on: a run under a lease it issued and not in here is
+   * in nobody's hands, and `beginRun` takes it back at once.
+   */
+  private readonly leased = new Map<string, Promise<void>>();
+  /** The issuer part of every lease token this executor issues (see RunRepository.beginRun). */
+  private readonly issuer = newLeaseIssuer();
+  private readonly ledgerRetryMs: number;
 
   constructor(
     private readonly runs: RunLedger,
@@ -123,6 +232,7 @@ export class FireExecutor {
   ) {
     this.now = opts.now ?? (() => new Date());
     this.random = opts.random ?? Math.random;
+    this.ledgerRetryMs = opts.ledgerRetryMs ?? DEFAULT_LEDGER_RETRY_MS;
   }
 
   /** Executes one delivery of a fire; target failures become outcomes, infrastructure failures throw. */
@@ -198,9 +308,42 @@ export class FireExecutor {
     ctx: DeliveryContext,
     failedUnleased: FailedUnleased | undefined,
   ): Promise<ExecutionReport> {
-    const start = await this.runs.beginRun(fire, this.opts.owner, this.opts.runLeaseMs);
-    const leasedAt = Date.now();
-    if (start.action === 'skip') return this.onSkip(fire, start, ctx);
+    const id = unleasedId(fire);
+    // Another copy of this fire is being worked on here (a relay re-published it): wait for it to
+    // be done, then go on (it will most likely find the run final).
+    for (let other = this.leased.get(id); other; other = this.leased.get(id)) await other;
+    if (stopping.aborted) return { kind: 'abandoned' };
+    let done!: () => void;
+    this.leased.set(id, new Promise<void>((resolve) => (done = resolve)));
+    try {
+      return await this.leasedRun(fire, stopping, ctx, failedUnleased);
+    } finally {
+      this.leased.delete(id);
+      done();
+    }
+  }
+
+  private async leasedRun(
+    fire: FireEvent,
+    stopping: AbortSignal,
+    ctx: DeliveryContext,
+    failedUnleased: FailedUnleased | undefined,
+  ): Promise<ExecutionReport> {
+    // One token for every try: a try whose insert committed but whose answer was lost is
+    // recognised by the next (same issuer) and proceeds instead of waiting for its own lease.
+    const leaseToken = issueLeaseToken(this.issuer);
+    let leasedAt = Date.now();
+    const begun = await this.withLedger(
+      'begin',
+      () => {
+        leasedAt = Date.now();
+        return this.runs.beginRun(fire, this.opts.owner, this.opts.runLeaseMs, leaseToken);
+      },
+      stopping,
+    );
+    if (!begun.ok) return givenUp(begun.why);
+    const start = begun.value;
+    if (start.action === 'skip') return this.onSkip(fire, start, ctx, stopping);
 
     const key: FireKey = { jobId: fire.jobId, fenceToken: fire.fenceToken };
     const attempt = start.attempt;
@@ -218,6 +361,7 @@ export class FireExecutor {
         { ok: false, httpStatus: null, error: detail, retryable: false },
         { kind: 'dead-letter', reason: 'UNKNOWN_JOB', detail },
         ctx,
+        stopping,
       );
     }
     const policy = start.retryPolicy;
@@ -231,6 +375,7 @@ export class FireExecutor {
         { ok: false, httpStatus: null, error: detail, retryable: false },
         { kind: 'dead-letter', reason: 'MAX_EVENT_AGE', detail },
         ctx,
+        stopping,
       );
     }
 
@@ -245,53 +390,71 @@ export class FireExecutor {
         outcome,
         this.decide(current, attempt, policy, outcome),
         ctx,
+        stopping,
       );
     }
 
     const slots = fire.target.type === 'webhook' ? this.opts.webhookSlots : undefined;
     if (slots) await slots.acquire();
-    let call: { outcome: AttemptOutcome; leaseUnconfirmed: boolean };
+    let keeper: LeaseKeeper | undefined;
     try {
-      // The lease is not heartbeaten while the run waits for a slot: after a long wait, renew it
-      // before calling, so the call never runs on a lease another executor may have taken.
-      if (Date.now() - leasedAt >= this.opts.heartbeatMs) {
-        const held = await this.runs
-          .heartbeat(key, start.leaseToken, this.opts.runLeaseMs)
-          .catch(() => undefined);
-        if (held === undefined)
-          return { kind: 'later', afterMs: LEDGER_UNREACHABLE_RETRY_MS, why: 'run ledger unreachable' };
-        if (!held) {
-          this.events.onLeaseLost?.(fire);
-          return { kind: 'lease-lost' };
+      let outcome: AttemptOutcome;
+      try {
+        // The lease is not heartbeaten while the run waits for a slot: after a long wait, renew it
+        // before calling, so the call never runs on a lease another executor may have taken.
+        if (Date.now() - leasedAt >= this.opts.heartbeatMs) {
+          const sent = Date.now();
+          const held = await this.runs
+            .heartbeat(key, start.leaseToken, this.opts.runLeaseMs)
+            .catch(() => undefined);
+          // Unreachable: give the delivery back (without a call, nothing is lost); its
+          // re-delivery here takes this lease back at once.
+          if (held === undefined) return LEDGER_UNREACHABLE;
+          if (!held) {
+            this.events.onLeaseLost?.(fire);
+            return { kind: 'lease-lost' };
+          }
+          leasedAt = sent;
         }
+        keeper = new LeaseKeeper(
+          this.runs,
+          key,
+          start.leaseToken,
+          this.opts.runLeaseMs,
+          this.opts.heartbeatMs,
+          leasedAt,
+        );
+        outcome = await this.callWithLease(current, keeper, stopping);
+      } finally {
+        slots?.release();
       }
-      call = await this.callWithLease(current, key, start.leaseToken, stopping);
+      if (outcome.aborted) {
+        keeper.stop();
+        if (stopping.aborted) {
+          // Give the run up now rather than making the next executor wait out the lease.
+          await this.runs.releaseRun(key, start.leaseToken).catch(() => undefined);
+          return { kind: 'abandoned' };
+        }
+        // The ledger could not be reached for a whole lease: nobody else may hold this run, so
+        // keep the delivery and try again (taking the lease back) rather than acknowledge it.
+        if (keeper.unconfirmed) return LEDGER_UNREACHABLE;
+        this.events.onLeaseLost?.(fire);
+        return { kind: 'lease-lost' };
+      }
+      return await this.finish(
+        current,
+        key,
+        start.leaseToken,
+        startedAt,
+        outcome,
+        this.decide(current, attempt, policy, outcome),
+        ctx,
+        stopping,
+        keeper,
+      );
     } finally {
-      slots?.release();
+      keeper?.stop();
     }
-    const { outcome, leaseUnconfirmed } = call;
-    if (outcome.aborted) {
-      if (stopping.aborted) {
-        // Give the run up now rather than making the next executor wait out the lease.
-        await this.runs.releaseRun(key, start.leaseToken).catch(() => undefined);
-        return { kind: 'abandoned' };
-      }
-      // The ledger could not be reached for a whole lease: nobody else may hold this run, so keep
-      // the delivery and try again (taking the expired lease over) rather than acknowledge it.
-      if (leaseUnconfirmed)
-        return { kind: 'later', afterMs: LEDGER_UNREACHABLE_RETRY_MS, why: 'run ledger unreachable' };
-      this.events.onLeaseLost?.(fire);
-      return { kind: 'lease-lost' };
-    }
-    return this.finish(
-      current,
-      key,
-      start.leaseToken,
-      startedAt,
-      outcome,
-      this.decide(current, attempt, policy, outcome),
-      ctx,
-    );
   }
 
   /**
@@ -307,8 +470,10 @@ export class FireExecutor {
     // Two copies of one fire here at once (a relay re-published it): the second waits for the
     // first, then finds its run. Checked again after the read, which the first may have raced.
     if (this.unleased.has(id)) return SAME_FIRE_HERE;
-    if (!(await this.runs.mayRunUnleased({ jobId: fire.jobId, fenceToken: fire.fenceToken })))
-      return { kind: 'leased' };
+    const key: FireKey = { jobId: fire.jobId, fenceToken: fire.fenceToken };
+    const allowed = await this.withLedger('check', () => this.runs.mayRunUnleased(key), stopping);
+    if (!allowed.ok) return { kind: 'report', report: givenUp(allowed.why) };
+    if (!allowed.value) return { kind: 'leased' };
     if (this.unleased.has(id)) return SAME_FIRE_HERE;
     this.unleased.add(id);
     try {
@@ -317,13 +482,22 @@ export class FireExecutor {
       const outcome = await this.untilStopped(this.kafka.run(target, requestOf(fire)), stopping);
       if (outcome === undefined) return ABANDONED;
       if (!outcome.ok) return { kind: 'failed', outcome, startedAt };
-      const recorded = await this.runs.recordUnleasedRun({
+      // The produce is done: its record is retried until it lands, not produced again. Its token
+      // lets a retried insert recognise the row an earlier try stored.
+      const run: UnleasedRun = {
         fire,
         owner: this.opts.owner,
         durationMs: Date.now() - began,
         httpStatus: outcome.httpStatus,
-      });
-      if (!recorded) {
+        leaseToken: issueLeaseToken(this.issuer),
+      };
+      const recorded = await this.withLedger(
+        'record',
+        (retried) => this.runs.recordUnleasedRun(retried ? { ...run, retried } : run),
+        stopping,
+      );
+      if (!recorded.ok) return { kind: 'report', report: givenUp(recorded.why) };
+      if (!recorded.value) {
         // A concurrent delivery recorded a run of this fire first; that run owns the outcome.
         this.events.onDuplicate?.(fire, 'RECORDED_ELSEWHERE');
         return { kind: 'report', report: { kind: 'duplicate', reason: 'RECORDED_ELSEWHERE' } };
@@ -351,9 +525,20 @@ export class FireExecutor {
       else asked.push(i);
     });
     const keys = asked.map((i): FireKey => ({ jobId: fires[i]!.jobId, fenceToken: fires[i]!.fenceToken }));
-    const allowed = this.runs.mayRunUnleasedMany
-      ? await this.runs.mayRunUnleasedMany(keys)
-      : await Promise.all(keys.map((k) => this.runs.mayRunUnleased(k)));
+    const checked = await this.withLedger(
+      'check',
+      () =>
+        this.runs.mayRunUnleasedMany
+          ? this.runs.mayRunUnleasedMany(keys)
+          : Promise.all(keys.map((k) => this.runs.mayRunUnleased(k))),
+      stopping,
+    );
+    if (!checked.ok) {
+      const report = { kind: 'report', report: givenUp(checked.why) } as const;
+      for (const i of asked) out[i] = report;
+      return out;
+    }
+    const allowed = checked.value;
     const mine: number[] = [];
     asked.forEach((i, k) => {
       if (!allowed[k]) out[i] = LEASED;
@@ -387,13 +572,33 @@ export class FireExecutor {
         if (!outcome.ok) out[i] = { kind: 'failed', outcome, startedAt };
         else {
           sent.push(i);
-          runs.push({ fire: fires[i]!, owner: this.opts.owner, durationMs, httpStatus: outcome.httpStatus });
+          runs.push({
+            fire: fires[i]!,
+            owner: this.opts.owner,
+            durationMs,
+            httpStatus: outcome.httpStatus,
+            leaseToken: issueLeaseToken(this.issuer),
+          });
         }
       });
       if (sent.length === 0) return out;
-      const recorded = this.runs.recordUnleasedRuns
-        ? await this.runs.recordUnleasedRuns(runs)
-        : await Promise.all(runs.map((r) => this.runs.recordUnleasedRun(r)));
+      // Produced: the records are retried until they land, never produced again (see runUnleased).
+      const stored = await this.withLedger(
+        'record',
+        (retried) => {
+          const batch = retried ? runs.map((r) => ({ ...r, retried })) : runs;
+          return this.runs.recordUnleasedRuns
+            ? this.runs.recordUnleasedRuns(batch)
+            : Promise.all(batch.map((r) => this.runs.recordUnleasedRun(r)));
+        },
+        stopping,
+      );
+      if (!stored.ok) {
+        const report = { kind: 'report', report: givenUp(stored.why) } as const;
+        for (const i of sent) out[i] = report;
+        return out;
+      }
+      const recorded = stored.value;
       const finishedAt = this.now();
       const results: FireResult[] = [];
       const executed: number[] = [];
@@ -440,7 +645,11 @@ export class FireExecutor {
     return plan.kind === 'retry' ? { kind: 'retry', notBefore: plan.notBefore } : plan;
   }
 
-  /** Records the outcome under the lease, hands the run on, and publishes the attempt's result. */
+  /**
+   * Records the outcome under the lease, hands the run on, and publishes the attempt's result. A
+   * transient ledger error does not lose the outcome: the write is tried again (the lease renewed
+   * by `keeper` meanwhile) until it lands, is fenced out, the executor stops or the budget runs out.
+   */
   private async finish(
     fire: FireEvent,
     key: FireKey,
@@ -449,18 +658,34 @@ export class FireExecutor {
     outcome: AttemptOutcome,
     decision: FinalDecision,
     ctx: DeliveryContext,
+    stopping: AbortSignal,
+    keeper?: LeaseKeeper,
   ): Promise<ExecutionReport> {
+    keeper?.guard(undefined);
     const finishedAt = this.now();
     const status: FireOutcome =
       decision.kind === 'succeeded' ? 'SUCCEEDED' : decision.kind === 'retry' ? 'RETRYING' : 'DEAD_LETTERED';
     const error = decision.kind === 'dead-letter' ? `${decision.reason}: ${decision.detail}` : outcome.error;
-    const recorded = await this.runs.completeRun(key, leaseToken, {
+    const completion: RunCompletion = {
       status: status === 'SUCCEEDED' ? 'SUCCEEDED' : status === 'RETRYING' ? 'RETRYING' : 'DEAD_LETTERED',
       httpStatus: outcome.httpStatus,
       error,
       nextAttemptAt: decision.kind === 'retry' ? decision.notBefore : null,
-    });
-    if (!recorded) {
+    };
+    const written = await this.withLedger(
+      'record',
+      (retried) => this.runs.completeRun(key, leaseToken, retried ? { ...completion, retried } : completion),
+      stopping,
+    );
+    keeper?.stop();
+    if (!written.ok) {
+      // Stopping: give the lease up if the ledger lets us, so the next owner need not wait it out
+      // (it calls again: at least once). Out of budget: the delivery comes back and this executor
+      // takes its own lease back at once, and calls again.
+      if (written.why === 'stopping') await this.runs.releaseRun(key, leaseToken).catch(() => undefined);
+      return givenUp(written.why);
+    }
+    if (!written.value) {
       // Our lease was taken over while we worked: the new holder owns the outcome.
       this.events.onLeaseLost?.(fire);
       return { kind: 'lease-lost' };
@@ -471,10 +696,12 @@ export class FireExecutor {
         decision.notBefore,
         outcome.error ?? 'failed',
       );
-      await this.runs.markHandedOff(key, 'RETRYING', fire.attempt);
+      const marked = await this.markHandedOff(key, 'RETRYING', fire.attempt, stopping);
+      if (!marked.ok) return givenUp(marked.why);
     } else if (decision.kind === 'dead-letter') {
       await this.sink.deadLetter(fire, decision.reason, decision.detail, ctx.source);
-      await this.runs.markHandedOff(key, 'DEAD_LETTERED', fire.attempt);
+      const marked = await this.markHandedOff(key, 'DEAD_LETTERED', fire.attempt, stopping);
+      if (!marked.ok) return givenUp(marked.why);
       this.events.onDeadLettered?.(fire, decision.reason, decision.detail);
     }
     const result = resultOf(fire, startedAt, finishedAt, status, outcome.httpStatus, error);
@@ -483,11 +710,66 @@ export class FireExecutor {
     return { kind: 'executed', outcome: status, result };
   }
 
+  /**
+   * Notes the hand-off, tried again on a transient error. Given up, the delivery is not
+   * acknowledged: its re-delivery finds the run not handed off and hands it off again (a second
+   * retry message or dead letter, which the ledger and its readers absorb).
+   */
+  private markHandedOff(
+    key: FireKey,
+    status: 'RETRYING' | 'DEAD_LETTERED',
+    attempt: number,
+    stopping: AbortSignal,
+  ): Promise<Retried<void>> {
+    return this.withLedger('hand-off', () => this.runs.markHandedOff(key, status, attempt), stopping);
+  }
+
+  /**
+   * Runs a ledger statement, trying it again on a transient database error with a short capped
+   * backoff (`retried` tells the statement it is a retry) until it answers; gives up when the
+   * executor stops or after `ledgerRetryMs`. Any other error is thrown.
+   */
+  private async withLedger<T>(
+    step: LedgerStep,
+    statement: (retried: boolean) => Promise<T>,
+    stopping: AbortSignal,
+  ): Promise<Retried<T>> {
+    const deadline = Date.now() + this.ledgerRetryMs;
+    let delay: number = LEDGER_RETRY.initialMs;
+    for (let tries = 1; ; tries++) {
+      try {
+        return { ok: true, value: await statement(tries > 1) };
+      } catch (e) {
+        if (!isTransientDatabaseError(e)) throw e;
+        this.events.onLedgerRetry?.(step, e as Error, tries);
+        if (stopping.aborted) return GAVE_UP_STOPPING;
+        if (Date.now() + delay > deadline) return GAVE_UP_BUDGET;
+        await this.pause(delay, stopping);
+        delay = Math.min(LEDGER_RETRY.maxMs, delay * 2);
+      }
+    }
+  }
+
+  /** Waits `ms`, or until `stopping` fires. */
+  private pause(ms: number, stopping: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      let untrack: () => void = () => undefined;
+      const wake = () => {
+        clearTimeout(timer);
+        untrack();
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      untrack = this.track(stopping, { abort: wake });
+    });
+  }
+
   /** A delivery that may not run: finish any hand-off a crash left undone, or come back later. */
   private async onSkip(
     fire: FireEvent,
     start: Extract<RunStart, { action: 'skip' }>,
     ctx: DeliveryContext,
+    stopping: AbortSignal,
   ): Promise<ExecutionReport> {
     const run = start.run;
     const key: FireKey = { jobId: fire.jobId, fenceToken: fire.fenceToken };
@@ -517,7 +799,8 @@ export class FireExecutor {
           ctx.source,
         );
       }
-      await this.runs.markHandedOff(key, run.status, run.attempt);
+      const marked = await this.markHandedOff(key, run.status, run.attempt, stopping);
+      if (!marked.ok) return givenUp(marked.why);
     }
     // The recorded result may not have been published before a crash: publish it again.
     if (run && run.status !== 'RETRYING') await this.sink.publishResult(inTraceOf(fire, resultOfRun(run)));
@@ -525,45 +808,27 @@ export class FireExecutor {
     return { kind: 'duplicate', reason: start.reason };
   }
 
-  /** Calls the target while extending the lease; a lost lease aborts the call. */
+  /** Calls the target while `keeper` extends the lease; a lost lease aborts the call. */
   private async callWithLease(
     fire: FireEvent,
-    key: FireKey,
-    leaseToken: string,
+    keeper: LeaseKeeper,
     stopping: AbortSignal,
-  ): Promise<{ outcome: AttemptOutcome; leaseUnconfirmed: boolean }> {
-    // One controller per call, aborted by the lease heartbeat or by `stopping`. Calls are tracked
+  ): Promise<AttemptOutcome> {
+    // One controller per call, aborted by the lease keeper or by `stopping`. Calls are tracked
     // in a set per `stopping` signal (one listener each) rather than each adding a listener to it:
     // with a thousand calls in flight, per-call listeners make every removal a linear scan.
     const call = new AbortController();
     const untrack = this.track(stopping, call);
-    let lastHeld = Date.now();
-    let leaseUnconfirmed = false;
-    const heartbeat = setInterval(() => {
-      this.runs
-        .heartbeat(key, leaseToken, this.opts.runLeaseMs)
-        .then((held) => {
-          if (held) lastHeld = Date.now();
-          else call.abort();
-        })
-        .catch(() => {
-          // Cannot reach the ledger: once the lease must have run out, stop as if it were lost.
-          if (Date.now() - lastHeld >= this.opts.runLeaseMs) {
-            leaseUnconfirmed = !call.signal.aborted;
-            call.abort();
-          }
-        });
-    }, this.opts.heartbeatMs);
+    keeper.guard(call);
     const signal = call.signal;
     try {
       const req = requestOf(fire);
-      const outcome =
-        fire.target.type === 'webhook'
-          ? await this.webhooks.run(fire.target, req, signal)
-          : await this.kafka.run(fire.target, req, signal);
-      return { outcome, leaseUnconfirmed };
+      return fire.target.type === 'webhook'
+        ? await this.webhooks.run(fire.target, req, signal)
+        : await this.kafka.run(fire.target, req, signal);
     } finally {
-      clearInterval(heartbeat);
+      // Answered: from here on nothing aborts it; its outcome is recorded under the lease.
+      keeper.guard(undefined);
       untrack();
     }
   }

@@ -84,8 +84,8 @@ export class TracedLedger implements RunLedger {
     private readonly observer: LedgerObserver = {},
   ) {}
 
-  beginRun(fire: FireEvent, owner: string, leaseMs: number): Promise<RunStart> {
-    if (!spansRecorded()) return this.inner.beginRun(fire, owner, leaseMs);
+  beginRun(fire: FireEvent, owner: string, leaseMs: number, leaseToken?: string): Promise<RunStart> {
+    if (!spansRecorded()) return this.inner.beginRun(fire, owner, leaseMs, leaseToken);
     return inSpan(
       'begin job_runs',
       {
@@ -93,7 +93,7 @@ export class TracedLedger implements RunLedger {
         attributes: dbAttributes('begin', 'job_runs', fireAttributes(fire)),
       },
       async (span) => {
-        const start = await this.inner.beginRun(fire, owner, leaseMs);
+        const start = await this.inner.beginRun(fire, owner, leaseMs, leaseToken);
         span.setAttribute(Attr.Outcome, start.action === 'skip' ? `skip:${start.reason}` : start.action);
         return start;
       },

@@ -1,4 +1,5 @@
 export { createPool, ensureDatabase, inTransaction, type PoolOptions } from './database';
+export { isTransientDatabaseError } from './transient-error';
 export { migrate, listMigrations, type Migration } from './migrate';
 export { JobRepository, JobAlreadyExistsError, type NewJob } from './repositories/job.repository';
 export {
@@ -22,6 +23,8 @@ export {
 } from './repositories/cluster-stats.repository';
 export {
   RunRepository,
+  issueLeaseToken,
+  newLeaseIssuer,
   type RunStart,
   type RunCompletion,
   type UnleasedRun,

@@ -1,4 +1,5 @@
 /** The run ledger: the executor's idempotency key and lease per fire (job_id, fence_token). */
+import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
 import {
   policiesFromWire,
@@ -44,6 +45,11 @@ export interface RunCompletion {
   readonly error: string | null;
   /** For RETRYING: when the next attempt may start. */
   readonly nextAttemptAt?: Date | null;
+  /**
+   * This write is tried again after an error, so an earlier try may have committed with its
+   * answer lost: a run already in this status under this lease token counts as recorded.
+   */
+  readonly retried?: boolean;
 }
 
 /** A first attempt that ran without a lease and succeeded (RunRepository.recordUnleasedRuns). */
@@ -53,6 +59,26 @@ export interface UnleasedRun {
   readonly owner: string;
   readonly durationMs: number;
   readonly httpStatus: number | null;
+  /** Stored as the run's lease token, so a retried insert recognises its own row (see `retried`). */
+  readonly leaseToken?: string;
+  /** Tried again after an error: a run of the fire already stored with this `leaseToken` counts as recorded. */
+  readonly retried?: boolean;
+}
+
+const ISSUER_CHARS = 18;
+
+/**
+ * Lease tokens an executor issues are `<issuer>-<lease>`: the first 64 bits (`xxxxxxxx-xxxx-xxxx`)
+ * name the issuing executor instance, the rest is random per lease. `beginRun` lets an issuer
+ * take back a RUNNING run under a lease it issued itself at once (see `beginRuns`).
+ */
+export function newLeaseIssuer(): string {
+  return randomUUID().slice(0, ISSUER_CHARS);
+}
+
+/** A fresh lease token of `issuer` (see newLeaseIssuer). */
+export function issueLeaseToken(issuer: string): string {
+  return issuer + randomUUID().slice(ISSUER_CHARS);
 }
 
 interface RunStateRow extends RunRow {
@@ -75,6 +101,15 @@ function stateFromRow(row: RunStateRow): RunState {
 
 const DEADLOCK = '40P01';
 
+/** The rows of recordUnleasedRuns ($1-$7, $9, $10), as `i`. */
+const UNLEASED_INPUT = `unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[],
+                       $7::double precision[], $9::int[], $10::uuid[])
+                AS i(job_id, fence_token, tenant_id, fire_id, nominal_time, scheduled_for, duration_ms, http_status, lease_token)`;
+
+/** The rows of completeRuns ($1-$7), as `c`. */
+const COMPLETION_INPUT = `unnest($1::text[], $2::bigint[], $3::uuid[], $4::text[], $5::int[], $6::text[], $7::timestamptz[])
+                AS c(job_id, fence_token, lease_token, status, http_status, error, next_attempt_at)`;
+
 /** Runs a statement again (a few times) when PostgreSQL picked it as a deadlock victim. */
 async function retryOnDeadlock<T>(statement: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
@@ -95,16 +130,29 @@ export class RunRepository {
    * policy. Inserts RUNNING with a new lease token; takes over a RUNNING run whose lease expired,
    * or a RETRYING run whose failed attempt is older than this one. Anything else is skipped:
    * final, running under a live lease, or a retry already scheduled for this or a later attempt.
+   *
+   * `leaseToken` (issueLeaseToken) is the token to lease the run under; without one the database
+   * makes one up. A RUNNING run whose live lease was issued by the same issuer is taken back at
+   * once: its issuer is not working on it (an executor never begins a fire it is running), so it is
+   * a lease whose outcome write was given up, or this very insert tried again after its answer was
+   * lost. A lease of any other issuer is left alone until it expires.
    */
-  async beginRun(fire: FireEvent, owner: string, leaseMs: number): Promise<RunStart> {
-    return (await this.beginRuns([fire], owner, leaseMs))[0]!;
+  async beginRun(fire: FireEvent, owner: string, leaseMs: number, leaseToken?: string): Promise<RunStart> {
+    return (
+      await this.beginRuns([fire], owner, leaseMs, leaseToken === undefined ? undefined : [leaseToken])
+    )[0]!;
   }
 
   /** beginRun for many fires in one statement (plus one read for the skipped); results in input order. */
-  async beginRuns(fires: readonly FireEvent[], owner: string, leaseMs: number): Promise<RunStart[]> {
+  async beginRuns(
+    fires: readonly FireEvent[],
+    owner: string,
+    leaseMs: number,
+    leaseTokens?: readonly (string | undefined)[],
+  ): Promise<RunStart[]> {
     const out = new Array<RunStart | undefined>(fires.length);
     // One statement may not touch a row twice: a fire delivered twice in one batch goes in the next round.
-    let pending = fires.map((fire, i) => ({ fire, i }));
+    let pending = fires.map((fire, i) => ({ fire, i, token: leaseTokens?.[i] }));
     while (pending.length > 0) {
       const seen = new Set<string>();
       const round: typeof pending = [];
@@ -122,6 +170,7 @@ export class RunRepository {
           round.map((p) => p.fire),
           owner,
           leaseMs,
+          round.map((p) => p.token ?? null),
         ),
       );
       round.forEach((p, j) => (out[p.i] = starts[j]));
@@ -130,7 +179,12 @@ export class RunRepository {
     return out as RunStart[];
   }
 
-  private async beginRound(fires: readonly FireEvent[], owner: string, leaseMs: number): Promise<RunStart[]> {
+  private async beginRound(
+    fires: readonly FireEvent[],
+    owner: string,
+    leaseMs: number,
+    tokens: readonly (string | null)[],
+  ): Promise<RunStart[]> {
     const { rows } = await this.pool.query<{
       ord: number;
       lease_token: string | null;
@@ -139,13 +193,14 @@ export class RunRepository {
       policies: Record<string, unknown> | null;
     }>(
       `WITH input AS (
-         SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[], $7::int[])
-                  WITH ORDINALITY AS i(job_id, fence_token, tenant_id, fire_id, nominal_time, scheduled_for, attempt, ord)),
+         SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[], $7::int[],
+                              $10::uuid[])
+                  WITH ORDINALITY AS i(job_id, fence_token, tenant_id, fire_id, nominal_time, scheduled_for, attempt, lease_token, ord)),
        up AS (
          INSERT INTO job_runs (job_id, fence_token, tenant_id, fire_id, nominal_time, scheduled_for, attempt, status,
                                lease_owner, lease_token, lease_expires_at, started_at)
          SELECT i.job_id, i.fence_token, i.tenant_id, i.fire_id, i.nominal_time, i.scheduled_for, i.attempt, 'RUNNING',
-                $8, gen_random_uuid(), now() + make_interval(secs => $9::double precision / 1000), now()
+                $8, COALESCE(i.lease_token, gen_random_uuid()), now() + make_interval(secs => $9::double precision / 1000), now()
            FROM input i
           -- One lock order for every writer, so concurrent batches cannot deadlock each other.
           ORDER BY i.job_id, i.fence_token
@@ -156,6 +211,8 @@ export class RunRepository {
                 next_attempt_at = NULL, handed_off_at = NULL, updated_at = now()
           WHERE (job_runs.status = 'RUNNING' AND job_runs.lease_expires_at <= now())
              OR (job_runs.status = 'RETRYING' AND EXCLUDED.attempt > job_runs.attempt)
+             -- A lease this executor issued and is not using (see beginRun): taken back at once.
+             OR (job_runs.status = 'RUNNING' AND left(job_runs.lease_token::text, ${ISSUER_CHARS}) = left(EXCLUDED.lease_token::text, ${ISSUER_CHARS}))
          RETURNING job_id, fence_token, lease_token::text AS lease_token, (xmax = 0) AS inserted, attempt)
        SELECT i.ord::int AS ord, up.lease_token, up.inserted, up.attempt, j.policies
          FROM input i
@@ -175,6 +232,7 @@ export class RunRepository {
         fires.map((f) => f.attempt),
         owner,
         leaseMs,
+        tokens,
       ],
     );
     const starts = new Array<RunStart | undefined>(fires.length);
@@ -245,31 +303,38 @@ export class RunRepository {
    */
   async recordUnleasedRuns(items: readonly UnleasedRun[]): Promise<boolean[]> {
     if (items.length === 0) return [];
-    const { rows } = await retryOnDeadlock(() =>
-      this.pool.query<{ job_id: string; fence_token: number }>(
-        `INSERT INTO job_runs (job_id, fence_token, tenant_id, fire_id, nominal_time, scheduled_for, attempt, status,
-                               lease_owner, started_at, finished_at, http_status)
+    const insert = `INSERT INTO job_runs (job_id, fence_token, tenant_id, fire_id, nominal_time, scheduled_for, attempt, status,
+                               lease_owner, lease_token, started_at, finished_at, http_status)
          SELECT i.job_id, i.fence_token, i.tenant_id, i.fire_id, i.nominal_time, i.scheduled_for, 1, 'SUCCEEDED',
-                $8, now() - make_interval(secs => i.duration_ms / 1000), now(), i.http_status
-           FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[],
-                       $7::double precision[], $9::int[])
-                AS i(job_id, fence_token, tenant_id, fire_id, nominal_time, scheduled_for, duration_ms, http_status)
+                $8, i.lease_token, now() - make_interval(secs => i.duration_ms / 1000), now(), i.http_status
+           FROM ${UNLEASED_INPUT}
           -- The lock order of every ledger writer that inserts.
           ORDER BY i.job_id, i.fence_token
          ON CONFLICT (job_id, fence_token) DO NOTHING
-         RETURNING job_id, fence_token`,
-        [
-          items.map((x) => x.fire.jobId),
-          items.map((x) => x.fire.fenceToken),
-          items.map((x) => x.fire.tenantId),
-          items.map((x) => x.fire.fireId),
-          items.map((x) => x.fire.nominalTime.toISOString()),
-          items.map((x) => x.fire.scheduledFor.toISOString()),
-          items.map((x) => Math.max(0, x.durationMs)),
-          items[0]!.owner,
-          items.map((x) => x.httpStatus),
-        ],
-      ),
+         RETURNING job_id, fence_token`;
+    // Tried again: a row this very record stored on an earlier try whose answer was lost counts too
+    // (the statement's snapshot does not see what ins inserts, so no row is counted twice). The
+    // first try, the hot path, runs the plain insert.
+    const text = items.some((x) => x.retried === true)
+      ? `WITH ins AS (${insert})
+         SELECT job_id, fence_token FROM ins
+         UNION ALL
+         SELECT r.job_id, r.fence_token FROM ${UNLEASED_INPUT} JOIN job_runs r
+             ON r.job_id = i.job_id AND r.fence_token = i.fence_token AND r.lease_token = i.lease_token`
+      : insert;
+    const { rows } = await retryOnDeadlock(() =>
+      this.pool.query<{ job_id: string; fence_token: number }>(text, [
+        items.map((x) => x.fire.jobId),
+        items.map((x) => x.fire.fenceToken),
+        items.map((x) => x.fire.tenantId),
+        items.map((x) => x.fire.fireId),
+        items.map((x) => x.fire.nominalTime.toISOString()),
+        items.map((x) => x.fire.scheduledFor.toISOString()),
+        items.map((x) => Math.max(0, x.durationMs)),
+        items[0]!.owner,
+        items.map((x) => x.httpStatus),
+        items.map((x) => x.leaseToken ?? null),
+      ]),
     );
     const inserted = new Set(rows.map((r) => `${r.job_id}\u0000${r.fence_token}`));
     return items.map((x) => inserted.has(`${x.fire.jobId}\u0000${x.fire.fenceToken}`));
@@ -318,25 +383,34 @@ export class RunRepository {
     items: readonly { readonly key: FireKey; readonly leaseToken: string; readonly outcome: RunCompletion }[],
   ): Promise<boolean[]> {
     if (items.length === 0) return [];
-    const { rows } = await retryOnDeadlock(() =>
-      this.pool.query<{ job_id: string; fence_token: number; lease_token: string }>(
-        `UPDATE job_runs r
+    const update = `UPDATE job_runs r
             SET status = c.status, http_status = c.http_status, error = c.error, finished_at = now(), updated_at = now(),
                 lease_expires_at = NULL, next_attempt_at = c.next_attempt_at, handed_off_at = NULL
-           FROM unnest($1::text[], $2::bigint[], $3::uuid[], $4::text[], $5::int[], $6::text[], $7::timestamptz[])
-                AS c(job_id, fence_token, lease_token, status, http_status, error, next_attempt_at)
+           FROM ${COMPLETION_INPUT}
           WHERE r.job_id = c.job_id AND r.fence_token = c.fence_token AND r.lease_token = c.lease_token AND r.status = 'RUNNING'
-          RETURNING r.job_id, r.fence_token, r.lease_token::text AS lease_token`,
-        [
-          items.map((x) => x.key.jobId),
-          items.map((x) => x.key.fenceToken),
-          items.map((x) => x.leaseToken),
-          items.map((x) => x.outcome.status),
-          items.map((x) => x.outcome.httpStatus),
-          items.map((x) => x.outcome.error),
-          items.map((x) => x.outcome.nextAttemptAt?.toISOString() ?? null),
-        ],
-      ),
+          RETURNING r.job_id, r.fence_token, r.lease_token::text AS lease_token`;
+    // Tried again: a run already recorded in this status under this lease was recorded by an
+    // earlier try whose answer was lost (only the lease's holder writes under its token), and
+    // counts as done. The snapshot does not see what done updates, so no row is counted twice. The
+    // first try, the hot path, runs the plain update.
+    const text = items.some((x) => x.outcome.retried === true)
+      ? `WITH done AS (${update})
+         SELECT * FROM done
+         UNION ALL
+         SELECT r.job_id, r.fence_token, r.lease_token::text FROM ${COMPLETION_INPUT} JOIN job_runs r
+             ON r.job_id = c.job_id AND r.fence_token = c.fence_token AND r.lease_token = c.lease_token
+            AND r.status = c.status`
+      : update;
+    const { rows } = await retryOnDeadlock(() =>
+      this.pool.query<{ job_id: string; fence_token: number; lease_token: string }>(text, [
+        items.map((x) => x.key.jobId),
+        items.map((x) => x.key.fenceToken),
+        items.map((x) => x.leaseToken),
+        items.map((x) => x.outcome.status),
+        items.map((x) => x.outcome.httpStatus),
+        items.map((x) => x.outcome.error),
+        items.map((x) => x.outcome.nextAttemptAt?.toISOString() ?? null),
+      ]),
     );
     const done = new Set(rows.map((r) => `${r.job_id}\u0000${r.fence_token}\u0000${r.lease_token}`));
     return items.map((x) => done.has(`${x.key.jobId}\u0000${x.key.fenceToken}\u0000${x.leaseToken}`));
