@@ -352,11 +352,17 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
 
   async beforeApplicationShutdown(): Promise<void> {
     const drainMs = this.config.executor.drainMs;
-    await Promise.all([this.firesFlow?.stop(drainMs), this.retryFlow?.stop(drainMs), this.purger?.stop()]);
+    // Leave the groups first (committing what is done), then drain: the partitions move to the
+    // other executors at once, and the fires still running here finish under their leases. A
+    // copy re-delivered to the new owner checks the lease again within a second, and finds the
+    // run finished (or released, if the drain ran out and aborted it).
+    this.firesFlow?.quiesce();
+    this.retryFlow?.quiesce();
     await Promise.all([
       this.firesConsumer?.stop().catch(() => undefined),
       this.retryConsumer?.stop().catch(() => undefined),
     ]);
+    await Promise.all([this.firesFlow?.stop(drainMs), this.retryFlow?.stop(drainMs), this.purger?.stop()]);
     await this.producer?.disconnect().catch(() => undefined);
     await this.webhooks?.close().catch(() => undefined);
     await this.admin.close();

@@ -515,6 +515,35 @@ describe('FireExecutor', () => {
     expect(await ex.execute(fire, stop.signal)).toMatchObject({ kind: 'later', afterMs: 50 });
   });
 
+  it('looks again within a second at a run leased elsewhere for longer (its holder may be draining)', async () => {
+    const { s, ex, stop } = setup();
+    s.start = {
+      action: 'skip',
+      reason: 'LEASE_HELD',
+      status: 'RUNNING',
+      run: {
+        jobId: 'j',
+        fenceToken: 1,
+        tenantId: 't',
+        fireId: 'j:1',
+        scheduledFor: now,
+        nominalTime: now,
+        attempt: 1,
+        status: 'RUNNING',
+        leaseOwner: 'other',
+        leaseExpiresAt: new Date(now.getTime() + 25_000),
+        startedAt: now,
+        finishedAt: null,
+        httpStatus: null,
+        error: null,
+        nextAttemptAt: null,
+        handedOffAt: null,
+        leaseRemainingMs: 25_000,
+      },
+    };
+    expect(await ex.execute(fire, stop.signal)).toMatchObject({ kind: 'later', afterMs: 1_000 });
+  });
+
   it('holds a fire published ahead of its time', async () => {
     const { s, ex, stop } = setup();
     const r = await ex.execute({ ...fire, scheduledFor: new Date(now.getTime() + 1_500) }, stop.signal);

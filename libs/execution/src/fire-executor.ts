@@ -106,6 +106,8 @@ export interface DeliveryContext {
 }
 
 const LEASE_RECHECK_MARGIN_MS = 50;
+/** A delivery whose run another executor holds checks the ledger again at least this often. */
+const LEASE_HELD_RECHECK_MS = 1_000;
 const SAME_FIRE_HERE = {
   kind: 'report',
   report: { kind: 'later', afterMs: 50, why: 'the same fire is running here' },
@@ -775,10 +777,12 @@ export class FireExecutor {
     const key: FireKey = { jobId: fire.jobId, fenceToken: fire.fenceToken };
     if (start.reason === 'LEASE_HELD') {
       // Someone is running it. Do not acknowledge this delivery: if the holder dies, this copy
-      // is what takes the run over once the lease expires.
+      // is what takes the run over once the lease expires. Looked at again within a second: a
+      // holder that stopped gracefully (partitions moved, its fires draining) finishes or
+      // releases the run long before the lease would expire.
       return {
         kind: 'later',
-        afterMs: (run?.leaseRemainingMs ?? 0) + LEASE_RECHECK_MARGIN_MS,
+        afterMs: Math.min((run?.leaseRemainingMs ?? 0) + LEASE_RECHECK_MARGIN_MS, LEASE_HELD_RECHECK_MS),
         why: 'run lease held elsewhere',
       };
     }

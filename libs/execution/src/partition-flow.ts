@@ -159,6 +159,7 @@ export class PartitionFlow {
   private assigned: Set<string> | null = null;
   private suspended = false;
   private stopping = false;
+  private draining = false;
   private running = 0;
   private parked = 0;
   private lastBatch: InboundBatch | undefined;
@@ -253,15 +254,26 @@ export class PartitionFlow {
   }
 
   /**
+   * Stops taking work at once: parked messages are dropped (re-delivered to whoever owns the
+   * partition next); running ones go on. A stopping executor calls this, leaves the group (so
+   * its partitions move now, not after the drain) and then `stop`s.
+   */
+  quiesce(): void {
+    if (this.stopping) return;
+    this.stopping = true;
+    for (const w of this.work.values())
+      for (const c of w.chunks) for (const e of c.entries) this.unpark(e, 'dropped');
+  }
+
+  /**
    * Stops taking work: parked messages are dropped (they are re-delivered to whoever owns the
    * partition next), running ones get `drainMs` to finish, then are aborted; what finished is
    * marked processed and committed.
    */
   async stop(drainMs: number): Promise<void> {
-    if (this.stopping) return;
-    this.stopping = true;
-    for (const w of this.work.values())
-      for (const c of w.chunks) for (const e of c.entries) this.unpark(e, 'dropped');
+    if (this.draining) return;
+    this.draining = true;
+    this.quiesce();
     if (!(await this.waitIdle(drainMs))) {
       this.abort.abort();
       await this.waitIdle(10_000);
