@@ -4,6 +4,7 @@ export { parseCron, compileCron, ParsedCron, type CronParseResult, type CronFiel
 export {
   effectiveGapPolicy,
   effectiveRepeatPolicy,
+  SearchBudgetExceeded,
   type EffectiveGapPolicy,
   type EffectiveRepeatPolicy,
 } from './cron-fires';
@@ -13,7 +14,9 @@ export {
   firstFireAtOrAfter,
   previewFires,
   nextOccurrenceAfter,
+  OccurrenceCursor,
   MAX_PREVIEW_FIRES,
+  type OccurrenceSearch,
 } from './occurrences';
 export {
   parseSchedule,
