@@ -64,6 +64,7 @@ class MeteredFireRepository extends FireRepository {
   constructor(
     pool: Pool,
     private readonly metrics: SchedulerMetrics,
+    private readonly onParked: (jobIds: readonly string[]) => void,
   ) {
     super(pool);
   }
@@ -72,6 +73,7 @@ class MeteredFireRepository extends FireRepository {
     const result = await super.claimDueJobs(req, plan);
     if (result.skips.length > 0) this.metrics.skipped(result.skips);
     this.metrics.parked(result.parked.length);
+    if (result.parked.length > 0) this.onParked(result.parked);
     return result;
   }
 }
@@ -162,7 +164,11 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
       },
     );
     this.ownership.start();
-    const fires = new MeteredFireRepository(this.pool, this.metrics);
+    const fires = new MeteredFireRepository(this.pool, this.metrics, (jobIds) =>
+      this.log.warn(
+        `parked (paused) ${jobIds.length} job(s) the claim could not plan or store: [${jobIds.slice(0, 20).join(', ')}]; the reason is in each job's occurrence ledger`,
+      ),
+    );
     const publisher = new FirePublisher(this.producer, this.messaging.codecs, c.topics.fires);
     const planOptions = {
       maxCatchUp: c.scheduler.maxCatchUp,
