@@ -8,7 +8,7 @@ export {
   type EffectiveGapPolicy,
   type EffectiveRepeatPolicy,
 } from './cron-fires';
-export { isKnownTimeZone, zoneOffsetMs } from './time-zone';
+export { isKnownTimeZone, warmUpTimeZones, zoneOffsetMs } from './time-zone';
 export {
   nextFireAfter,
   firstFireAtOrAfter,

@@ -186,6 +186,14 @@ export function zoneRules(timeZone: string): ZoneRules {
   return rules;
 }
 
+/**
+ * Loads the runtime's time-zone data (the first Intl date formatter of a process costs tens of ms)
+ * so that no request pays for it: call once at start-up.
+ */
+export function warmUpTimeZones(): void {
+  zoneRules('UTC').offsetAt(Date.now());
+}
+
 /** Whether `timeZone` is an IANA zone name this runtime knows (offset strings like '+05:30' are not). */
 export function isKnownTimeZone(timeZone: string): boolean {
   if (zones.has(timeZone)) return true;
