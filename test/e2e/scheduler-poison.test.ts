@@ -1,6 +1,6 @@
 /**
  * A bad job is quarantined, never contagious, with a real scheduler: one tenant's poison jobs of
- * several kinds, written straight into the store (as an old row or a bug would), sit on the same
+ * five kinds, written straight into the store (as an old row or a bug would), sit on the same
  * shard as another tenant's jobs. The other tenant's jobs fire on time, every one, and each poison
  * job is parked (paused) with its reason in the occurrence ledger.
  */
@@ -45,15 +45,15 @@ describe('scheduler with a poison job on a shard', () => {
     const target = { type: 'kafka' as const, topic: `${db.iso.topicPrefix}.sink`, key: null, headers: {} };
 
     // Poison first, due now: every claim of the shard's lane meets it before the healthy jobs.
-    const poisonIds = idsOnShard('mallory', shard, 4);
+    const poisonIds = idsOnShard('mallory', shard, 5);
     const past = new Date(Date.now() - 5_000);
     for (const id of poisonIds)
       await db.pool.query(
         `INSERT INTO jobs (job_id, tenant_id, shard, schedule_kind, schedule, status, next_run_at, next_nominal_at, target, payload, policies)
-         VALUES ($1, 'mallory', $2, 'once', '{"kind": "once", "at": "2026-01-01T00:00:00.000Z"}', 'SCHEDULED', $3, $3, $4, 'null', '{}')`,
+         VALUES ($1, 'mallory', $2, 'once', '{"kind": "once", "at": "2026-01-01T00:00:00.000Z"}', 'PAUSED', $3, $3, $4, 'null', '{}')`,
         [id, shard, past, JSON.stringify({ type: 'kafka', topic: target.topic, key: null, headers: {} })],
       );
-    const [year0, cron, every0, refenced] = poisonIds as [string, string, string, string];
+    const [year0, cron, every0, refenced, header] = poisonIds as [string, string, string, string, string];
     // The one-shot at year 0 of issue 24 (PostgreSQL stores it as 0001-01-01 BC).
     await db.pool.query(
       `UPDATE jobs SET schedule = '{"kind": "once", "at": "0000-01-01T00:00:00.000Z"}',
@@ -78,6 +78,15 @@ describe('scheduler with a poison job on a shard', () => {
        SELECT $1, 1, 'mallory', $2, now() - interval '1 day', now() - interval '1 day', 'earlier', b.batch_id, '{}'::jsonb FROM b`,
       [refenced, shard],
     );
+
+    // A target its fire event cannot carry (Avro map<string>): its batch's publish would fail, every time.
+    await db.pool.query(
+      `UPDATE jobs SET target = jsonb_set(target, '{headers}', '{"n": 1}') WHERE job_id = $1`,
+      [header],
+    );
+
+    // Spoiled while paused, so the running scheduler meets them only as they are now.
+    await db.pool.query(`UPDATE jobs SET status = 'SCHEDULED' WHERE job_id = ANY($1)`, [poisonIds]);
 
     // The healthy tenant: one-shots due over the next few seconds on the same shard, and more on the others.
     const t0 = Date.now() + 2_000;
@@ -123,6 +132,7 @@ describe('scheduler with a poison job on a shard', () => {
     expect(reasonOf.get(refenced)).toMatch(
       /^INVALID_DEFINITION: duplicate key value violates unique constraint/,
     );
+    expect(reasonOf.get(header)).toMatch(/^INVALID_DEFINITION: target\.headers must map names to strings/);
     // The lane never failed a tick over them, and said what it parked.
     expect(scheduler.output.filter((l) => /fire loop:/.test(l))).toEqual([]);
     expect(scheduler.output.some((l) => /parked \(paused\) \d+ job/.test(l))).toBe(true);

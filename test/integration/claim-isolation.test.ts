@@ -68,6 +68,11 @@ const POISON: Record<string, { sql: string; reason: RegExp }> = {
     sql: `UPDATE jobs SET fence_token = 9223372036854775807 WHERE job_id = $1`,
     reason: /fence_token .* beyond/,
   },
+  // A target its fire event could not carry (Avro map<string>): it would fail the publish of its batch.
+  'mallory-header': {
+    sql: `UPDATE jobs SET target = '{"type": "kafka", "topic": "sink", "key": null, "headers": {"n": 1}}' WHERE job_id = $1`,
+    reason: /target\.headers must map names to strings/,
+  },
   // Passes every check in the scheduler, fails the claim's statement (23505 on the fires key):
   // the job's fence token was set back under a fire it already had.
   'mallory-refenced': {

@@ -1,7 +1,12 @@
 import { occurrenceAt, planDueOccurrences } from './claim-planner';
 import { EARLIEST_INSTANT_MS, instantRangeProblem, isInstantInRange, LATEST_INSTANT_MS } from './instant';
 import type { ClaimableJob } from './job';
-import { DEFAULT_JOB_LIMITS, parseJobDefinition, storedScheduleProblem } from './job-wire';
+import {
+  DEFAULT_JOB_LIMITS,
+  parseJobDefinition,
+  storedScheduleProblem,
+  storedTargetProblem,
+} from './job-wire';
 import { DEFAULT_POLICIES } from './policies';
 import {
   nextFireAfter,
@@ -202,5 +207,27 @@ describe('storedScheduleProblem', () => {
       /max_fires/,
     );
     expect(storedScheduleProblem({ kind: 'once', at: now })).toBeUndefined();
+  });
+});
+
+describe('storedTargetProblem', () => {
+  it('names what the fire event cannot carry (a publish of its whole batch would fail on it)', () => {
+    const kafka = { type: 'kafka' as const, topic: 't', key: null, headers: {} };
+    expect(storedTargetProblem(kafka)).toBeUndefined();
+    expect(storedTargetProblem({ ...kafka, headers: { n: 1 as unknown as string } })).toMatch(/headers/);
+    expect(storedTargetProblem({ ...kafka, key: 7 as unknown as string })).toMatch(/target\.key/);
+    const webhook = {
+      type: 'webhook' as const,
+      url: 'https://example.com',
+      method: 'POST' as const,
+      headers: {},
+      timeoutMs: 1_000,
+      successStatus: { min: 200, max: 299 },
+    };
+    expect(storedTargetProblem(webhook)).toBeUndefined();
+    expect(storedTargetProblem({ ...webhook, method: 'BREW' as 'POST' })).toMatch(/target\.method/);
+    expect(storedTargetProblem({ ...webhook, timeoutMs: undefined as unknown as number })).toMatch(
+      /timeout_ms/,
+    );
   });
 });

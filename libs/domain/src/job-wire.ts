@@ -305,6 +305,40 @@ export function storedScheduleProblem(s: Schedule): string | undefined {
   return instant(s.anchor, 'anchor') ?? bounds;
 }
 
+/**
+ * What in a stored target the fire event's wires (Avro, JSON) cannot carry, or undefined. A fire
+ * that cannot be encoded would fail the publish of its whole batch, every time: the claim parks
+ * such a job instead.
+ */
+export function storedTargetProblem(t: Target): string | undefined {
+  const headers = (h: unknown) =>
+    h !== null && typeof h === 'object' && Object.values(h).every((v) => typeof v === 'string')
+      ? undefined
+      : 'target.headers must map names to strings';
+  const int = (v: unknown, field: string, min: number, max: number) =>
+    Number.isSafeInteger(v) && (v as number) >= min && (v as number) <= max
+      ? undefined
+      : `target.${field} ${JSON.stringify(v)} is not an integer from ${min} to ${max}`;
+  if (t.type === 'webhook') {
+    // (Not parsed here: this runs for every claimed job; the executor refuses a bad URL itself.)
+    if (typeof t.url !== 'string') return 'target.url is not a string';
+    if (!(HTTP_METHODS as readonly unknown[]).includes(t.method))
+      return `target.method ${JSON.stringify(t.method)} is not one`;
+    return (
+      headers(t.headers) ??
+      int(t.timeoutMs, 'timeout_ms', 100, 15 * 60_000) ??
+      int(t.successStatus?.min, 'success_status.min', 100, 599) ??
+      int(t.successStatus?.max, 'success_status.max', 100, 599)
+    );
+  }
+  if (t.type === 'kafka') {
+    if (typeof t.topic !== 'string' || t.topic.length === 0) return 'target.topic is not a topic name';
+    if (t.key !== null && typeof t.key !== 'string') return 'target.key is not a string';
+    return headers(t.headers);
+  }
+  return `target.type ${JSON.stringify((t as { type?: unknown }).type)} is not one`;
+}
+
 /** Target → wire JSON. */
 export function targetToWire(t: Target): Record<string, JsonValue> {
   switch (t.type) {

@@ -9,6 +9,7 @@ import {
   isInstantInRange,
   MAX_EVENT_AGE_MS,
   storedScheduleProblem,
+  storedTargetProblem,
   type ClaimableJob,
   type DueOccurrencePlan,
   type FireEvent,
@@ -130,7 +131,7 @@ export function isRowDataError(e: unknown): boolean {
 
 /** What in a due job, as stored, the claim cannot work with; undefined when nothing. */
 function storedJobProblem(job: ClaimableJob): string | undefined {
-  const schedule = storedScheduleProblem(job.schedule);
+  const schedule = storedScheduleProblem(job.schedule) ?? storedTargetProblem(job.target);
   if (schedule !== undefined) return schedule;
   const nominal = job.nextNominalAt as unknown;
   if (nominal !== null && !(nominal instanceof Date && isInstantInRange(nominal.getTime())))
