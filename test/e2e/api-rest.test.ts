@@ -184,6 +184,59 @@ describe('REST API /v1', () => {
     expect(audit.rows[0]!.n).toBeGreaterThanOrEqual(10);
   });
 
+  it('refuses an instant outside 1970..9999 (the year-0 poison of issue 24) on create, PATCH and preview, naming the field', async () => {
+    const range = /^must be within 1970-01-01T00:00:00Z to 9999-12-31T23:59:59\.999Z; got /;
+    const year0 = await http('POST', '/v1/jobs', {
+      token: B,
+      body: { ...job('rest-year0'), schedule: { kind: 'once', at: '0000-01-01T00:00:00Z' } },
+    });
+    expect(year0.status).toBe(400);
+    expect(year0.body.violations).toEqual([{ field: 'schedule.at', message: expect.stringMatching(range) }]);
+    expect((await http('GET', '/v1/jobs/rest-year0', { token: B })).status).toBe(404);
+    const bounds = await http('POST', '/v1/jobs', {
+      token: B,
+      body: {
+        ...job('rest-bounds'),
+        schedule: {
+          kind: 'interval',
+          every_ms: 60_000,
+          start_at: '1969-07-20T20:17:40Z',
+          end_at: '+010000-01-01T00:00:00Z',
+        },
+      },
+    });
+    expect((bounds.body.violations as { field: string }[]).map((v) => v.field)).toEqual([
+      'schedule.start_at',
+      'schedule.end_at',
+    ]);
+    const policy = await http('POST', '/v1/jobs', {
+      token: B,
+      body: {
+        ...job('rest-policy'),
+        policies: { retry: { max_backoff_ms: 9e15 }, catch_up_window_ms: 9e15 },
+      },
+    });
+    expect((policy.body.violations as { field: string }[]).map((v) => v.field).sort()).toEqual([
+      'policies.catch_up_window_ms',
+      'policies.retry.max_backoff_ms',
+    ]);
+
+    expect((await http('POST', '/v1/jobs', { token: B, body: job('rest-later') })).status).toBe(201);
+    const patched = await http('PATCH', '/v1/jobs/rest-later', {
+      token: B,
+      body: { schedule: { kind: 'once', at: '0000-01-01T00:00:00Z' } },
+    });
+    expect(patched.status).toBe(400);
+    expect((patched.body.violations as { field: string }[]).map((v) => v.field)).toEqual(['schedule.at']);
+
+    const preview = await http('POST', '/v1/schedules/preview', {
+      token: B,
+      body: { schedule: { kind: 'interval', every_ms: 60_000 }, from: '0000-01-01T00:00:00Z' },
+    });
+    expect(preview.status).toBe(400);
+    expect(preview.body.violations).toEqual([{ field: 'from', message: expect.stringMatching(range) }]);
+  });
+
   it('serves the committed OpenAPI document, which lists exactly the routes the app has', async () => {
     const doc = await http('GET', '/v1/openapi.json');
     expect(doc.status).toBe(200);

@@ -491,6 +491,48 @@ describe('gRPC admin API', () => {
     expect(await a.call('PreviewSchedule', {})).toMatchObject({ ok: false, code: status.INVALID_ARGUMENT });
   });
 
+  it('refuses an instant outside 1970..9999 (the year-0 poison of issue 24) on create, update and preview, naming the field', async () => {
+    const year0 = { seconds: -62167219200, nanos: 0 };
+    const created = await a.call('CreateJob', {
+      job: { ...onceJob('acme-year0'), schedule: { once: { at: year0 } } },
+    });
+    expect(created).toMatchObject({ ok: false, code: status.INVALID_ARGUMENT });
+    expect(created.ok ? [] : created.violations).toEqual([
+      {
+        field: 'job.schedule.once.at',
+        message: expect.stringMatching(
+          /within 1970-01-01T00:00:00Z to 9999-12-31T23:59:59\.999Z; got 0000-01-01/,
+        ),
+      },
+    ]);
+    expect(await jobRow('acme-year0')).toBeUndefined();
+    // Beyond what a JavaScript date holds, and past 9999 by an interval's end.
+    const huge = await a.call('CreateJob', {
+      job: { ...onceJob('acme-huge'), schedule: { once: { at: { seconds: 1e15, nanos: 0 } } } },
+    });
+    expect(huge.ok ? [] : huge.violations.map((v) => v.field)).toEqual(['job.schedule.once.at']);
+    const late = await a.call('CreateJob', {
+      job: {
+        ...onceJob('acme-late'),
+        schedule: { interval: { every_ms: 60_000, end_at: { seconds: 253402300800, nanos: 0 } } },
+      },
+    });
+    expect(late.ok ? [] : late.violations.map((v) => v.field)).toEqual(['job.schedule.interval.end_at']);
+
+    await a.ok('CreateJob', { job: onceJob('acme-moved') });
+    const moved = await a.call('UpdateJob', {
+      job: { job_id: 'acme-moved', schedule: { once: { at: year0 } } },
+      update_mask: { paths: ['schedule'] },
+    });
+    expect(moved.ok ? [] : moved.violations.map((v) => v.field)).toEqual(['job.schedule.once.at']);
+
+    const preview = await a.call('PreviewSchedule', {
+      schedule: { interval: { every_ms: 60_000 } },
+      from: year0,
+    });
+    expect(preview.ok ? [] : preview.violations.map((v) => v.field)).toEqual(['from']);
+  });
+
   it('honours deadlines: a CreateJob that arrives after its deadline is refused and stores nothing', async () => {
     const proto = new Root();
     proto.resolvePath = (_o, t) => resolve(__dirname, '..', '..', 'schemas', 'proto', t);

@@ -298,4 +298,62 @@ describe('schedule commands on Kafka', () => {
       await rejected.close();
     }
   });
+
+  it('refuses an instant outside 1970..9999 (the year-0 poison of issue 24) with INVALID_JOB naming the field', async () => {
+    const jobId = `instant-${randomUUID().slice(0, 8)}`;
+    const withSchedule = (schedule: Msg): Msg => ({ ...cronJob(), schedule });
+    const interval = (bounds: Msg): Msg => ({
+      [`${NS}.IntervalSchedule`]: {
+        every_ms: 60_000,
+        anchor: null,
+        start_at: null,
+        end_at: null,
+        max_fires: null,
+        ...bounds,
+      },
+    });
+    const poison: [string, Buffer, RegExp][] = [
+      [
+        'INVALID_JOB',
+        await encode(
+          command('UPSERT', jobId, {
+            job: withSchedule({ [`${NS}.OnceSchedule`]: { at: -62_167_219_200_000 } }),
+          }),
+        ),
+        /job\.schedule\.at: must be within 1970-01-01T00:00:00Z to 9999-12-31T23:59:59\.999Z; got 0000-01-01/,
+      ],
+      [
+        'INVALID_JOB',
+        await encode(
+          command('UPSERT', jobId, { job: withSchedule(interval({ end_at: 253_402_300_800_000 })) }),
+        ),
+        /job\.schedule\.end_at: must be within/,
+      ],
+      [
+        'INVALID_COMMAND',
+        await encode(
+          command('UPSERT', jobId, {
+            job: withSchedule({ [`${NS}.OnceSchedule`]: { at: 8_640_000_000_000_001 } }),
+          }),
+        ),
+        /schedule\.at: 8640000000000001 ms is not an instant within/,
+      ],
+    ];
+    const rejected = await TopicTap.open(`${iso.topicPrefix}.commands.rejected`);
+    try {
+      for (const [, bytes] of poison) await publish(jobId, [bytes]);
+      await publish(jobId, [
+        await encode(command('UPSERT', jobId, { job: cronJob({ labels: { after: 'instants' } }) })),
+      ]);
+      await jobIs(jobId, (j) => (j.labels as Msg | undefined)?.after === 'instants');
+      const mine = await eventually('the refused instants on the rejected topic', () => {
+        const got = rejected.messages.filter((m) => m.key?.toString() === jobId);
+        return got.length >= poison.length ? got : undefined;
+      });
+      expect(mine.map((m) => m.headers['tickwork-reject-code'])).toEqual(poison.map(([code]) => code));
+      mine.forEach((m, i) => expect(m.headers['tickwork-reject-reason']).toMatch(poison[i]![2]));
+    } finally {
+      await rejected.close();
+    }
+  });
 });

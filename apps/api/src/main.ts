@@ -5,6 +5,7 @@ import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { loadApiListenConfig, loadConfig, loadTenants, type TenantRegistry } from '@tickwork/config';
+import { warmUpTimeZones } from '@tickwork/domain';
 import { CommandCodec } from '@tickwork/messaging';
 import { ApiMetrics, httpServerTelemetry, startTelemetry } from '@tickwork/telemetry';
 import { ApiErrorsFilter } from './api-errors.filter';
@@ -30,6 +31,8 @@ async function bootstrap(): Promise<void> {
     `ScheduleCommand registered as schema id ${codec.schemaId} under ${config.topics.commands}-value (BACKWARD)`,
   );
 
+  // The first schedule in a time zone would otherwise pay for loading the zone data on a request.
+  warmUpTimeZones();
   const apiMetrics = new ApiMetrics();
   const app = await NestFactory.create<NestExpressApplication>(
     ApiModule.forRoot(config, tenants, listen, telemetry, apiMetrics),

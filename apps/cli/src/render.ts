@@ -205,4 +205,10 @@ export function printPreview(out: Out, res: Msg): void {
       `${String(f.local_time)} ${String(f.time_zone)}`,
     ]),
   );
+  if (res.truncated)
+    out.write(
+      res.truncated_by === 'HORIZON'
+        ? '(the preview looks 100 years ahead at most: the schedule goes on; ask again --from the last one)'
+        : '(cut short by the preview work budget: ask again --from the last one for more)',
+    );
 }

@@ -30,6 +30,7 @@ import {
   ClusterStatsRepository,
   FireRepository,
   HistoryRepository,
+  isSessionLoss,
   JobRepository,
   ShardLeaseRepository,
   type ClaimedFire,
@@ -63,6 +64,7 @@ class MeteredFireRepository extends FireRepository {
   constructor(
     pool: Pool,
     private readonly metrics: SchedulerMetrics,
+    private readonly onParked: (jobIds: readonly string[]) => void,
   ) {
     super(pool);
   }
@@ -71,6 +73,7 @@ class MeteredFireRepository extends FireRepository {
     const result = await super.claimDueJobs(req, plan);
     if (result.skips.length > 0) this.metrics.skipped(result.skips);
     this.metrics.parked(result.parked.length);
+    if (result.parked.length > 0) this.onParked(result.parked);
     return result;
   }
 }
@@ -161,7 +164,11 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
       },
     );
     this.ownership.start();
-    const fires = new MeteredFireRepository(this.pool, this.metrics);
+    const fires = new MeteredFireRepository(this.pool, this.metrics, (jobIds) =>
+      this.log.warn(
+        `parked (paused) ${jobIds.length} job(s) the claim could not plan or store: [${jobIds.slice(0, 20).join(', ')}]; the reason is in each job's occurrence ledger`,
+      ),
+    );
     const publisher = new FirePublisher(this.producer, this.messaging.codecs, c.topics.fires);
     const planOptions = {
       maxCatchUp: c.scheduler.maxCatchUp,
@@ -257,7 +264,15 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
       },
       onError: (e) => {
         this.metrics.error('fire-loop');
-        this.log.error(`fire loop: ${e.message}`);
+        if (!isSessionLoss(e)) {
+          this.log.error(`fire loop: ${e.message}`);
+          return;
+        }
+        // The claim rolled back with its session. The process may have been frozen past its
+        // lease: check the leases now, so a lost one self-fences (and rejoins) at once; if they
+        // still hold, the next tick claims on a new session.
+        this.log.warn(`fire loop: database session lost (${e.message}); checking the shard leases`);
+        void this.ownership?.verifyNow();
       },
     };
   }
@@ -328,16 +343,30 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
     });
   }
 
-  /** Leaves and rejoins the group, so shards come back only through a fresh assignment. */
+  /**
+   * Leaves and rejoins the group, so shards come back only through a fresh assignment. A failed
+   * join (Kafka unreachable) is retried with a capped backoff: a fenced instance that stopped
+   * trying would never claim again.
+   */
   private async rejoin(): Promise<void> {
     if (this.rejoining || this.stopped) return;
     this.rejoining = true;
     try {
       this.ownership?.suspend();
-      await this.consumer?.stop();
-      if (!this.stopped) await this.joinGroup();
-    } catch (e) {
-      this.log.error(`rejoin failed: ${(e as Error).message}`);
+      await this.consumer?.stop().catch((e: unknown) => {
+        this.log.warn(`leaving the group: ${(e as Error).message}`);
+      });
+      for (let attempt = 1; !this.stopped; attempt++) {
+        try {
+          await this.joinGroup();
+          return;
+        } catch (e) {
+          this.metrics.error('rejoin');
+          this.log.error(`rejoin failed (attempt ${attempt}): ${(e as Error).message}`);
+          await this.consumer?.stop().catch(() => undefined);
+          await new Promise((r) => setTimeout(r, Math.min(5_000, 250 * 2 ** Math.min(attempt, 5))));
+        }
+      }
     } finally {
       this.rejoining = false;
     }

@@ -51,6 +51,16 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ TICKWORK_LOOKAHEAD_MS: '60001' })).toThrow(/TICKWORK_LOOKAHEAD_MS/);
   });
 
+  it('sets the idle-in-transaction timeout of database sessions, within bounds', () => {
+    expect(loadConfig({}).dbIdleInTransactionTimeoutMs).toBe(10_000);
+    expect(
+      loadConfig({ TICKWORK_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: '1000' }).dbIdleInTransactionTimeoutMs,
+    ).toBe(1_000);
+    expect(() => loadConfig({ TICKWORK_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: '0' })).toThrow(
+      /TICKWORK_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS="0" must be an integer between 100 and 3600000/,
+    );
+  });
+
   it('keeps a payload small enough for its fire event to fit in a Kafka message', () => {
     expect(loadConfig({ TICKWORK_MAX_PAYLOAD_BYTES: '786432' }).api.maxPayloadBytes).toBe(786_432);
     expect(() => loadConfig({ TICKWORK_MAX_PAYLOAD_BYTES: '1048576' })).toThrow(

@@ -27,6 +27,11 @@ export interface TopicNames {
 export interface TickworkConfig {
   readonly instanceId: string;
   readonly databaseUrl: string;
+  /**
+   * PostgreSQL ends a session left idle inside a transaction this long (a frozen process's locks
+   * are dropped); the process sees the session as lost and goes on with a new one.
+   */
+  readonly dbIdleInTransactionTimeoutMs: number;
   readonly kafka: KafkaConfig;
   readonly schemaRegistryUrl: string;
   readonly topicPrefix: string;
@@ -120,6 +125,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       'postgres:',
       'postgresql:',
     ]),
+    dbIdleInTransactionTimeoutMs: r.int('TICKWORK_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS', 10_000, 100, 3_600_000),
     kafka: {
       brokers,
       clientId: r.string('KAFKA_CLIENT_ID', 'tickwork'),

@@ -2,6 +2,7 @@
  * What the scheduler does with one claimed job: which occurrences fire now (and when, after
  * jitter), which are skipped or coalesced and why, and when the job is next due.
  */
+import { LATEST_INSTANT_MS } from './instant';
 import type { ClaimableJob } from './job';
 import {
   defaultHerdWindowMs,
@@ -52,7 +53,10 @@ export function occurrenceAt(
   herdJitterMs: number,
 ): PlannedOccurrence {
   const window = jitterMs > 0 ? jitterMs : defaultHerdWindowMs(schedule, nominal, herdJitterMs);
-  return { nominalTime: nominal, scheduledFor: jitteredFireTime(jobId, nominal, window) };
+  const scheduledFor = jitteredFireTime(jobId, nominal, window);
+  // Jitter never pushes a fire past the end of the instant range (it could not be stored or sent).
+  if (scheduledFor.getTime() > LATEST_INSTANT_MS) return { nominalTime: nominal, scheduledFor: nominal };
+  return { nominalTime: nominal, scheduledFor };
 }
 
 /**

@@ -7,6 +7,7 @@ export * from './fire';
 export * from './run';
 export * from './shard';
 export * from './validation';
+export * from './instant';
 export * from './job-wire';
 export * from './schedule';
 export * from './claim-planner';

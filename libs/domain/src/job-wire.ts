@@ -4,6 +4,8 @@
  */
 import {
   DEFAULT_RETRY_POLICY,
+  MAX_EVENT_AGE_MS,
+  MAX_RETRY_BACKOFF_MS,
   MISFIRE_POLICIES,
   OVERLAP_POLICIES,
   type JobPolicies,
@@ -11,9 +13,10 @@ import {
 } from './policies';
 import { HTTP_METHODS, TARGET_TYPES, type Target } from './target';
 import { FieldReader, type FieldViolation, type Validated } from './validation';
+import { instantRangeProblem, MAX_POLICY_DURATION_MS } from './instant';
 import { JOB_ID_PATTERN, TENANT_ID_PATTERN, type Job, type JobDefinition, type JsonValue } from './job';
 import type { Schedule } from './schedule/schedule';
-import { parseSchedule } from './schedule';
+import { MAX_INTERVAL_MS, parseSchedule } from './schedule';
 
 export interface JobDefinitionLimits {
   /** Shortest allowed interval between occurrences. */
@@ -173,14 +176,16 @@ function parsePolicies(
 ): JobPolicies | undefined {
   const p = root.object(raw, 'policies', false) ?? {};
   root.noUnknownKeys(p, ['retry', 'misfire', 'catch_up_window_ms', 'overlap', 'jitter_ms'], 'policies');
-  const retry = parseRetry(p.retry, r.child('retry'));
+  const retryReader = r.child('retry');
+  const retry = parseRetry(p.retry, retryReader);
+  r.adopt(retryReader);
   const misfire = r.oneOf(p.misfire, 'misfire', MISFIRE_POLICIES, 'FIRE_ONCE');
   const overlap = r.oneOf(p.overlap, 'overlap', OVERLAP_POLICIES, 'ALLOW');
   const jitterMs = r.integer(p.jitter_ms ?? 0, 'jitter_ms', { min: 0, max: limits.maxJitterMs });
   const window =
     p.catch_up_window_ms === undefined || p.catch_up_window_ms === null
       ? null
-      : r.integer(p.catch_up_window_ms, 'catch_up_window_ms', { min: 0 });
+      : r.integer(p.catch_up_window_ms, 'catch_up_window_ms', { min: 0, max: MAX_POLICY_DURATION_MS });
   root.adopt(r);
   if (!retry || !misfire || !overlap || jitterMs === undefined || window === undefined) return undefined;
   return { retry, misfire, overlap, jitterMs, catchUpWindowMs: window };
@@ -195,12 +200,20 @@ function parseRetry(raw: unknown, r: FieldReader): RetryPolicy | undefined {
   const o = raw as Record<string, unknown>;
   const d = DEFAULT_RETRY_POLICY;
   const maxAttempts = r.integer(o.max_attempts ?? d.maxAttempts, 'max_attempts', { min: 1, max: 100 });
+  // Bounded so that no retry time (now + backoff) and no age cut-off leaves the instant range.
   const initialBackoffMs = r.integer(o.initial_backoff_ms ?? d.initialBackoffMs, 'initial_backoff_ms', {
     min: 0,
+    max: MAX_RETRY_BACKOFF_MS,
   });
   const multiplier = r.number(o.multiplier ?? d.multiplier, 'multiplier', { min: 1, max: 100 });
-  const maxBackoffMs = r.integer(o.max_backoff_ms ?? d.maxBackoffMs, 'max_backoff_ms', { min: 0 });
-  const maxEventAgeMs = r.integer(o.max_event_age_ms ?? d.maxEventAgeMs, 'max_event_age_ms', { min: 1_000 });
+  const maxBackoffMs = r.integer(o.max_backoff_ms ?? d.maxBackoffMs, 'max_backoff_ms', {
+    min: 0,
+    max: MAX_RETRY_BACKOFF_MS,
+  });
+  const maxEventAgeMs = r.integer(o.max_event_age_ms ?? d.maxEventAgeMs, 'max_event_age_ms', {
+    min: 1_000,
+    max: MAX_EVENT_AGE_MS,
+  });
   if (
     maxAttempts === undefined ||
     initialBackoffMs === undefined ||
@@ -269,6 +282,61 @@ export function scheduleFromWire(w: Record<string, unknown>): Schedule {
     default:
       throw new Error(`stored schedule has unknown kind ${String(w.kind)}`);
   }
+}
+
+/**
+ * What no arithmetic can work with in a stored schedule — an instant that is not one or is outside
+ * the instant range, an interval that is not a positive number of ms, a max_fires that is not a
+ * positive integer — or undefined. The claim parks such a job (a row written around the validation:
+ * an old row, a bug, a hand-made insert) instead of planning it into nonsense.
+ */
+export function storedScheduleProblem(s: Schedule): string | undefined {
+  const instant = (at: Date | undefined, field: string) => {
+    const problem = at === undefined ? undefined : instantRangeProblem(at);
+    return problem === undefined ? undefined : `schedule.${field} ${problem}`;
+  };
+  if (s.kind === 'once') return instant(s.at, 'at');
+  if (s.maxFires !== undefined && !(Number.isSafeInteger(s.maxFires) && s.maxFires >= 1))
+    return `schedule.max_fires ${JSON.stringify(s.maxFires)} is not a positive integer`;
+  const bounds = instant(s.startAt, 'start_at') ?? instant(s.endAt, 'end_at');
+  if (s.kind === 'cron') return bounds;
+  if (!(Number.isSafeInteger(s.everyMs) && s.everyMs >= 1 && s.everyMs <= MAX_INTERVAL_MS))
+    return `schedule.every_ms ${JSON.stringify(s.everyMs)} is not a positive integer of at most ${MAX_INTERVAL_MS}`;
+  return instant(s.anchor, 'anchor') ?? bounds;
+}
+
+/**
+ * What in a stored target the fire event's wires (Avro, JSON) cannot carry, or undefined. A fire
+ * that cannot be encoded would fail the publish of its whole batch, every time: the claim parks
+ * such a job instead.
+ */
+export function storedTargetProblem(t: Target): string | undefined {
+  const headers = (h: unknown) =>
+    h !== null && typeof h === 'object' && Object.values(h).every((v) => typeof v === 'string')
+      ? undefined
+      : 'target.headers must map names to strings';
+  const int = (v: unknown, field: string, min: number, max: number) =>
+    Number.isSafeInteger(v) && (v as number) >= min && (v as number) <= max
+      ? undefined
+      : `target.${field} ${JSON.stringify(v)} is not an integer from ${min} to ${max}`;
+  if (t.type === 'webhook') {
+    // (Not parsed here: this runs for every claimed job; the executor refuses a bad URL itself.)
+    if (typeof t.url !== 'string') return 'target.url is not a string';
+    if (!(HTTP_METHODS as readonly unknown[]).includes(t.method))
+      return `target.method ${JSON.stringify(t.method)} is not one`;
+    return (
+      headers(t.headers) ??
+      int(t.timeoutMs, 'timeout_ms', 100, 15 * 60_000) ??
+      int(t.successStatus?.min, 'success_status.min', 100, 599) ??
+      int(t.successStatus?.max, 'success_status.max', 100, 599)
+    );
+  }
+  if (t.type === 'kafka') {
+    if (typeof t.topic !== 'string' || t.topic.length === 0) return 'target.topic is not a topic name';
+    if (t.key !== null && typeof t.key !== 'string') return 'target.key is not a string';
+    return headers(t.headers);
+  }
+  return `target.type ${JSON.stringify((t as { type?: unknown }).type)} is not one`;
 }
 
 /** Target → wire JSON. */

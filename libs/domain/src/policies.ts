@@ -25,6 +25,11 @@ export interface JobPolicies {
   readonly jitterMs: number;
 }
 
+/** Longest accepted retry backoff (initial or max): 7 days. */
+export const MAX_RETRY_BACKOFF_MS = 7 * 86_400_000;
+/** Longest accepted max_event_age_ms: 366 days. */
+export const MAX_EVENT_AGE_MS = 366 * 86_400_000;
+
 export const DEFAULT_RETRY_POLICY: RetryPolicy = {
   maxAttempts: 5,
   initialBackoffMs: 1_000,

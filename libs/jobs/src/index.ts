@@ -8,7 +8,16 @@ export {
   type UpdatableField,
 } from './job-service';
 export { JobHistoryService, parseFireId, type Page } from './history-service';
-export { previewSchedule, localTime, type PreviewedFire } from './schedule-preview';
+export {
+  previewSchedule,
+  localTime,
+  PREVIEW_HORIZON_MS,
+  PREVIEW_SLICE_MS,
+  PREVIEW_WORK_BUDGET_MS,
+  type PreviewCut,
+  type PreviewedFire,
+  type SchedulePreview,
+} from './schedule-preview';
 export {
   ScheduleCommandHandler,
   COMMAND_TYPES,

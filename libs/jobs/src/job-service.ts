@@ -50,6 +50,14 @@ export interface JobServiceOptions {
   readonly now?: () => Date;
 }
 
+/**
+ * A ListJobs page holds at most about this many bytes of payloads, targets and labels (and at least
+ * one job): a shorter page than asked for, with a next_page_token, means there is more. Reading and
+ * writing a page happens on the API's event loop, at about 16 ms of CPU per MiB; a page of a
+ * thousand 256 KiB payloads took 4.5 s of it.
+ */
+export const LIST_JOBS_PAGE_MAX_BYTES = 1024 * 1024;
+
 /** Top-level fields of a job that UpdateJob may replace. */
 export const UPDATABLE_FIELDS = ['schedule', 'target', 'payload', 'policies', 'labels'] as const;
 export type UpdatableField = (typeof UPDATABLE_FIELDS)[number];
@@ -127,18 +135,20 @@ export class JobService {
     const limit = pageSize(req.pageSize);
     const position = decodePageToken(req.pageToken, 'jobs');
     const after = typeof position?.after === 'string' ? position.after : undefined;
-    const jobs = await this.jobs.listJobs({
+    const { jobs, cut } = await this.jobs.listJobs({
       tenantId,
       status,
       labels: req.labels ?? {},
       afterJobId: after,
       limit: limit + 1,
+      maxBytes: LIST_JOBS_PAGE_MAX_BYTES,
     });
     const page = jobs.slice(0, limit);
     const last = page[page.length - 1];
     return {
       jobs: page,
-      nextPageToken: jobs.length > limit && last ? encodePageToken('jobs', { after: last.jobId }) : '',
+      nextPageToken:
+        (jobs.length > limit || cut) && last ? encodePageToken('jobs', { after: last.jobId }) : '',
     };
   }
 

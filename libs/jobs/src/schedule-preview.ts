@@ -1,10 +1,25 @@
-/** PreviewSchedule: the next fire times of a schedule, without creating a job. */
+/**
+ * PreviewSchedule: the next fire times of a schedule, without creating a job.
+ *
+ * A preview is work done on the event loop for one request, so it is bounded three ways: by count
+ * (at most 1000), by time (nothing past PREVIEW_HORIZON_MS after `from`, nor past the end of the
+ * instant range) and by work (PREVIEW_WORK_BUDGET_MS of CPU time in all). The work is done in
+ * slices of PREVIEW_SLICE_MS, one slice of one preview per turn of the event loop, so any other
+ * request (a health check) waits behind one slice at most, however many previews are in flight. A
+ * list cut by the horizon or the budget says so (`truncatedBy`).
+ */
+import { performance } from 'node:perf_hooks';
 import {
+  instantRangeProblem,
+  LATEST_INSTANT_MS,
+  MAX_PREVIEW_FIRES,
+  OccurrenceCursor,
   parseSchedule,
-  previewFires,
+  SearchBudgetExceeded,
   ValidationError,
   zoneOffsetMs,
-  MAX_PREVIEW_FIRES,
+  type FieldViolation,
+  type Schedule,
 } from '@tickwork/domain';
 
 export interface PreviewedFire {
@@ -14,24 +29,119 @@ export interface PreviewedFire {
   readonly timeZone: string;
 }
 
-/** Validates a wire schedule and lists up to `count` (default 10, at most 1000) fires from `from` (default now). */
-export function previewSchedule(
-  raw: unknown,
-  opts: { count?: number; from?: Date; now: Date; minIntervalMs: number },
-): PreviewedFire[] {
+/** Why a preview holds fewer fires than asked for although the schedule may go on. */
+export type PreviewCut = 'HORIZON' | 'WORK_BUDGET';
+
+export interface SchedulePreview {
+  readonly fires: readonly PreviewedFire[];
+  /** Null: the list is whole (as many as asked for, or the schedule ends). Else where the search stopped. */
+  readonly truncatedBy: PreviewCut | null;
+}
+
+/** A preview looks this far past `from` at most (about 100 years). */
+export const PREVIEW_HORIZON_MS = 100 * 366 * 86_400_000;
+/** Longest stretch a preview computes without yielding to the event loop. */
+export const PREVIEW_SLICE_MS = 4;
+/** Most CPU time one preview may take in all (its slices together). */
+export const PREVIEW_WORK_BUDGET_MS = 250;
+
+export interface PreviewOptions {
+  readonly count?: number;
+  readonly from?: Date;
+  readonly now: Date;
+  readonly minIntervalMs: number;
+  /** For tests: the slice and the budget (ms). */
+  readonly sliceMs?: number;
+  readonly workBudgetMs?: number;
+}
+
+/**
+ * Validates a wire schedule and lists up to `count` (default 10, at most 1000) fires from `from`
+ * (default now), within the horizon and the work budget.
+ */
+export async function previewSchedule(raw: unknown, opts: PreviewOptions): Promise<SchedulePreview> {
+  await nextTurn();
+  let sliceCpu = process.cpuUsage();
   const count = opts.count === undefined || opts.count === 0 ? 10 : opts.count;
-  const violations = [];
+  const violations: FieldViolation[] = [];
   if (!Number.isSafeInteger(count) || count < 1 || count > MAX_PREVIEW_FIRES)
     violations.push({ field: 'count', message: `must be between 1 and ${MAX_PREVIEW_FIRES}` });
+  const from = opts.from ?? opts.now;
+  const fromProblem = instantRangeProblem(from);
+  if (fromProblem !== undefined) violations.push({ field: 'from', message: fromProblem });
   const parsed = parseSchedule(raw, { minIntervalMs: opts.minIntervalMs, now: opts.now });
   if (!parsed.ok) violations.push(...parsed.violations);
   if (violations.length > 0 || !parsed.ok) throw new ValidationError(violations);
-  const zone = parsed.schedule.kind === 'cron' ? parsed.schedule.timeZone : 'UTC';
-  return previewFires(parsed.schedule, opts.from ?? opts.now, count).map((at) => ({
-    at,
-    localTime: localTime(at, zone),
-    timeZone: zone,
-  }));
+
+  // The validation was a slice of its own (a first schedule in a zone works out a few years of it).
+  const validated = process.cpuUsage(sliceCpu);
+  await nextTurn();
+  const schedule = parsed.schedule;
+  const zone = schedule.kind === 'cron' ? schedule.timeZone : 'UTC';
+  const horizon = Math.min(from.getTime() + PREVIEW_HORIZON_MS, LATEST_INSTANT_MS);
+  const cursor = new OccurrenceCursor(schedule, from, 0, horizon);
+  const sliceMs = opts.sliceMs ?? PREVIEW_SLICE_MS;
+  const budgetMs = opts.workBudgetMs ?? PREVIEW_WORK_BUDGET_MS;
+  const fires: PreviewedFire[] = [];
+  // The budget counts CPU time, not wall time: on a busy host the slices take longer by the clock,
+  // and a preview should not come back shorter for it.
+  let worked = (validated.user + validated.system) / 1_000;
+  let sliceStart = performance.now();
+  sliceCpu = process.cpuUsage();
+  const sliceOver = () => performance.now() - sliceStart >= sliceMs;
+  for (;;) {
+    if (fires.length >= count) return { fires, truncatedBy: null };
+    let next: Date | null | 'SLICE_OVER';
+    try {
+      next = cursor.next(sliceOver);
+    } catch (e) {
+      if (!(e instanceof SearchBudgetExceeded)) throw e;
+      next = 'SLICE_OVER'; // the cursor stays put; the zone years worked out so far are cached
+    }
+    if (next === null) return { fires, truncatedBy: endsBy(schedule, fires.length, horizon) };
+    if (next !== 'SLICE_OVER') fires.push({ at: next, localTime: localTime(next, zone), timeZone: zone });
+    if (next === 'SLICE_OVER' || sliceOver()) {
+      const used = process.cpuUsage(sliceCpu);
+      worked += (used.user + used.system) / 1_000;
+      if (worked >= budgetMs) return { fires, truncatedBy: 'WORK_BUDGET' };
+      await nextTurn();
+      sliceStart = performance.now();
+      sliceCpu = process.cpuUsage();
+    }
+  }
+}
+
+/**
+ * The previews in flight take turns: one slice per turn of the event loop, whatever their number,
+ * so any other request waits behind one slice at most (not one slice of every preview).
+ */
+const waitingTurns: (() => void)[] = [];
+let turnScheduled = false;
+
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => {
+    waitingTurns.push(resolve);
+    scheduleTurn();
+  });
+}
+
+function scheduleTurn(): void {
+  if (turnScheduled || waitingTurns.length === 0) return;
+  turnScheduled = true;
+  // Set from a check-phase callback, an immediate runs in the next turn: I/O is polled in between.
+  setImmediate(() => {
+    turnScheduled = false;
+    waitingTurns.shift()!(); // its slice runs in the microtasks right after this callback
+    scheduleTurn();
+  });
+}
+
+/** Null when the schedule itself ends by the horizon; 'HORIZON' when it may go on past it. */
+function endsBy(schedule: Schedule, found: number, horizon: number): PreviewCut | null {
+  if (schedule.kind === 'once') return null;
+  if (schedule.maxFires !== undefined && found >= schedule.maxFires) return null;
+  if (schedule.endAt !== undefined && schedule.endAt.getTime() <= horizon) return null;
+  return horizon >= LATEST_INSTANT_MS ? null : 'HORIZON';
 }
 
 /** An instant as wall-clock time in a zone, ISO-8601 with the zone's offset at that instant. */

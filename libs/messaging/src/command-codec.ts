@@ -8,7 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
-import type { JsonValue } from '@tickwork/domain';
+import { INSTANT_RANGE, type JsonValue } from '@tickwork/domain';
 import { schemaDirectory } from '@tickwork/config';
 import { ensureCompatibility } from './codecs';
 
@@ -151,8 +151,14 @@ function commandFromAvro(value: unknown): CommandDecodeResult {
   };
 }
 
-const iso = (ms: unknown): string | undefined =>
-  typeof ms === 'number' ? new Date(ms).toISOString() : undefined;
+/** timestamp-millis → ISO text; the schedule's validation checks the range and names the field. */
+const iso = (ms: unknown, field: string): string | undefined => {
+  if (typeof ms !== 'number') return undefined;
+  const at = new Date(ms);
+  if (Number.isNaN(at.getTime()))
+    throw new Error(`schedule.${field}: ${ms} ms is not an instant within ${INSTANT_RANGE}`);
+  return at.toISOString();
+};
 
 /** Drops undefined entries so the wire object carries only what was set. */
 function compact(o: Record<string, JsonValue | undefined>): Record<string, JsonValue> {
@@ -171,17 +177,17 @@ function unwrap(union: unknown, field: string): [string, Record<string, unknown>
 function jobSpecFromAvro(j: Record<string, unknown>): Record<string, JsonValue> {
   const [kind, s] = unwrap(j.schedule, 'schedule');
   const bounds = {
-    start_at: iso(s.start_at),
-    end_at: iso(s.end_at),
+    start_at: iso(s.start_at, 'start_at'),
+    end_at: iso(s.end_at, 'end_at'),
     max_fires: typeof s.max_fires === 'number' ? s.max_fires : undefined,
   };
   let schedule: Record<string, JsonValue>;
-  if (kind === 'OnceSchedule') schedule = { kind: 'once', at: iso(s.at) ?? null };
+  if (kind === 'OnceSchedule') schedule = { kind: 'once', at: iso(s.at, 'at') ?? null };
   else if (kind === 'IntervalSchedule')
     schedule = compact({
       kind: 'interval',
       every_ms: s.every_ms as number,
-      anchor: iso(s.anchor),
+      anchor: iso(s.anchor, 'anchor'),
       ...bounds,
     });
   else if (kind === 'CronSchedule')

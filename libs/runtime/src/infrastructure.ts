@@ -17,7 +17,11 @@ import { createPool, ensureDatabase, migrate, type Pool, type PoolOptions } from
 /** Opens the database: creates it if missing and applies pending migrations. */
 export async function openDatabase(config: TickworkConfig, opts: PoolOptions = {}): Promise<Pool> {
   await ensureDatabase(config.databaseUrl);
-  const pool = createPool(config.databaseUrl, { applicationName: `tickwork-${config.instanceId}`, ...opts });
+  const pool = createPool(config.databaseUrl, {
+    applicationName: `tickwork-${config.instanceId}`,
+    idleInTransactionTimeoutMs: config.dbIdleInTransactionTimeoutMs,
+    ...opts,
+  });
   await migrate(pool);
   return pool;
 }

@@ -51,6 +51,14 @@ export class ShardOwnership {
   }
 
   /**
+   * Renews the held leases now instead of at the next interval: after a lost database session
+   * (the process may have been frozen past its lease) a lost lease self-fences at once.
+   */
+  verifyNow(): Promise<void> {
+    return this.serialize(() => this.renew());
+  }
+
+  /**
    * The group started a rebalance (or the consumer is rejoining): keep claiming the shards held.
    * Their leases fence every claim against a takeover, so claiming on is safe, and it keeps this
    * instance's fires on time while the group waits (up to a session timeout) for a dead member.

@@ -56,6 +56,8 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
   if (!name) throw new Error('DATABASE_URL names no database');
   url.pathname = '/postgres';
   const admin = new Client({ connectionString: url.toString() });
+  // Errors of this short-lived session surface through its queries; the event must not crash start-up.
+  admin.on('error', () => undefined);
   await admin.connect();
   try {
     const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
@@ -69,9 +71,14 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
   }
 }
 
-/** Runs `work` in a transaction, rolling back on any error. */
+/**
+ * Runs `work` in a transaction, rolling back on any error. A session the server ends meanwhile
+ * (idle-in-transaction timeout, restart, terminated backend) rejects with that error (its `code`
+ * kept, see `isSessionLoss`), and its connection is discarded rather than returned to the pool.
+ */
 export async function inTransaction<T>(pool: Pool, work: (client: PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
+  const session = watchCheckedOut(client);
   let broken = false;
   try {
     await client.query('BEGIN');
@@ -80,9 +87,59 @@ export async function inTransaction<T>(pool: Pool, work: (client: PoolClient) =>
     return result;
   } catch (e) {
     // A connection that cannot even roll back is discarded rather than returned to the pool.
-    await client.query('ROLLBACK').catch(() => (broken = true));
-    throw e;
+    if (session.lost === undefined) await client.query('ROLLBACK').catch(() => (broken = true));
+    // The server's own reason (it has a SQLSTATE) beats the "not queryable" a later statement got.
+    throw session.lost !== undefined && !hasCode(e) ? session.lost : e;
   } finally {
-    client.release(broken);
+    session.release(broken);
   }
+}
+
+/**
+ * Listens for the errors of a checked-out client until it is released. pg-pool removes its idle
+ * listener while a client is checked out, and pg emits 'error' when the server ends the session
+ * between statements: with no listener, that event would crash the process.
+ */
+export function watchCheckedOut(client: PoolClient): {
+  readonly lost: Error | undefined;
+  /** Gives the client back; a lost or broken one is discarded. */
+  release(broken?: boolean): void;
+} {
+  let lost: Error | undefined;
+  const onError = (e: Error) => {
+    lost ??= e;
+  };
+  client.on('error', onError);
+  return {
+    get lost() {
+      return lost;
+    },
+    release(broken = false) {
+      client.removeListener('error', onError);
+      // pg-pool re-attaches its idle listener here, so a later error is still handled.
+      client.release(lost ?? (broken ? new Error('connection could not roll back') : undefined));
+    },
+  };
+}
+
+function hasCode(e: unknown): boolean {
+  return typeof (e as { code?: unknown } | null)?.code === 'string';
+}
+
+/** SQLSTATEs of a session the server ended (its transaction is gone) or could not start. */
+const SESSION_LOSS_CODES = new Set(['25P03', '57P01', '57P02', '57P03', '57P05']);
+
+/**
+ * Whether an error means the database session was lost (ended by the server, or the connection
+ * broke) rather than that a statement failed: the work can go on with a new session.
+ */
+export function isSessionLoss(e: unknown): boolean {
+  const err = e as { code?: unknown; message?: unknown } | null;
+  if (!err || typeof err !== 'object') return false;
+  const code = typeof err.code === 'string' ? err.code : '';
+  if (SESSION_LOSS_CODES.has(code) || code.startsWith('08')) return true;
+  if (['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH'].includes(code))
+    return true;
+  const message = typeof err.message === 'string' ? err.message : '';
+  return /Connection terminated|not queryable|connection error|Client was closed/i.test(message);
 }

@@ -1,4 +1,4 @@
-export { createPool, ensureDatabase, inTransaction, type PoolOptions } from './database';
+export { createPool, ensureDatabase, inTransaction, isSessionLoss, type PoolOptions } from './database';
 export { isTransientDatabaseError } from './transient-error';
 export { migrate, listMigrations, type Migration } from './migrate';
 export { JobRepository, JobAlreadyExistsError, type NewJob } from './repositories/job.repository';

@@ -5,6 +5,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Pool } from 'pg';
+import { watchCheckedOut } from './database';
 
 const MIGRATIONS_DIR = join(__dirname, 'migrations');
 // Any constant works; it only has to be the same for every Tickwork process.
@@ -31,6 +32,8 @@ export function listMigrations(dir = MIGRATIONS_DIR): Migration[] {
 /** Brings the database up to the newest migration; returns the versions it applied. */
 export async function migrate(pool: Pool, migrations = listMigrations()): Promise<number[]> {
   const client = await pool.connect();
+  // A session the server ends while this runs must reject the migration, not crash the process.
+  const session = watchCheckedOut(client);
   const applied: number[] = [];
   try {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
@@ -57,13 +60,17 @@ export async function migrate(pool: Pool, migrations = listMigrations()): Promis
         await client.query('COMMIT');
         applied.push(m.version);
       } catch (e) {
-        await client.query('ROLLBACK');
+        await client.query('ROLLBACK').catch(() => undefined);
         throw new Error(`migration ${m.name} failed: ${(e as Error).message}`);
       }
     }
   } finally {
-    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => undefined);
-    client.release();
+    const unlocked = await client
+      .query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY])
+      .then(() => true)
+      .catch(() => false);
+    // A session that cannot unlock is discarded (its advisory lock ends with it).
+    session.release(!unlocked);
   }
   return applied;
 }

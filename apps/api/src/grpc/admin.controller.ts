@@ -176,13 +176,17 @@ export class AdminGrpcController {
         const fromIso = isoFromTimestamp(req.from);
         if (wire === undefined)
           throw new ValidationError([{ field: 'schedule', message: 'is required (once, interval or cron)' }]);
-        const fires = previewSchedule(wire, {
+        const preview = await previewSchedule(wire, {
           count: num(req.count),
           from: fromIso ? new Date(fromIso) : undefined,
           now: new Date(),
           minIntervalMs: this.config.api.minIntervalMs,
         });
-        return { fires: fires.map(previewToProto) };
+        return {
+          fires: preview.fires.map(previewToProto),
+          truncated: preview.truncatedBy !== null,
+          truncated_by: preview.truncatedBy ?? '',
+        };
       },
       (p) => (wire ? protoFieldPath('', p, { schedule: wire }) : p),
     );

@@ -14,11 +14,15 @@ export interface ProtoTimestamp {
 
 type Msg = Record<string, unknown>;
 
-/** Timestamp → ISO string (undefined when unset). */
+/**
+ * Timestamp → ISO string (undefined when unset). The validation behind it checks the instant range
+ * and names the field; one no JavaScript date can hold comes through as text it refuses.
+ */
 export function isoFromTimestamp(ts: unknown): string | undefined {
   if (!ts || typeof ts !== 'object') return undefined;
   const t = ts as ProtoTimestamp;
-  return new Date((t.seconds ?? 0) * 1000 + Math.floor((t.nanos ?? 0) / 1e6)).toISOString();
+  const at = new Date((t.seconds ?? 0) * 1000 + Math.floor((t.nanos ?? 0) / 1e6));
+  return Number.isNaN(at.getTime()) ? `${t.seconds ?? 0} seconds since the epoch` : at.toISOString();
 }
 
 /** Date → Timestamp (undefined for null). */

@@ -227,7 +227,7 @@ export class JobsController {
   /** The next fire times of a schedule: `{"schedule": {...}, "count"?: 10, "from"?: "2026-…Z"}`. */
   @Post('schedules/preview')
   @HttpCode(200)
-  preview(@Headers('authorization') authz: string | undefined, @Body() body: unknown): Wire {
+  async preview(@Headers('authorization') authz: string | undefined, @Body() body: unknown): Promise<Wire> {
     this.auth.authenticate(authz, 'rest');
     const b = (body && typeof body === 'object' && !Array.isArray(body) ? body : {}) as Record<
       string,
@@ -244,12 +244,16 @@ export class JobsController {
       if (!from || Number.isNaN(from.getTime()))
         throw new ValidationError([{ field: 'from', message: 'must be an ISO-8601 timestamp' }]);
     }
-    const fires = previewSchedule(b.schedule, {
+    const preview = await previewSchedule(b.schedule, {
       count: b.count as number | undefined,
       from,
       now: new Date(),
       minIntervalMs: this.config.api.minIntervalMs,
     });
-    return { fires: fires.map(previewJson) };
+    return {
+      fires: preview.fires.map(previewJson),
+      truncated: preview.truncatedBy !== null,
+      truncated_by: preview.truncatedBy ?? '',
+    };
   }
 }

@@ -42,9 +42,19 @@ export function effectiveRepeatPolicy(cron: ParsedCron, policy: DstRepeatPolicy)
 
 const MAX_SEGMENTS = 4_000;
 
+/** Thrown by a search whose `outOfBudget` said stop; the caller may search again later (work done is cached). */
+export class SearchBudgetExceeded extends Error {
+  constructor() {
+    super('the search for occurrences ran out of its work budget');
+    this.name = 'SearchBudgetExceeded';
+  }
+}
+
 /**
  * The first occurrence strictly after `after` (epoch ms) of `cron` in `zone` under the given policies,
- * or null when there is none (within the 400-year search horizon).
+ * or null when there is none up to `until` (epoch ms; and within the 400-year search horizon).
+ * `outOfBudget` is asked once per segment visited (the costly step: a new UTC year of a zone is
+ * worked out with Intl); when it answers true the search throws SearchBudgetExceeded.
  *
  * Works segment by segment (constant UTC offset): inside one, wall time and instant move together, so one
  * field-jumping wall search answers it; spring-forward SHIFT candidates come from the gap just before it.
@@ -55,9 +65,14 @@ export function nextCronInstantAfter(
   gap: EffectiveGapPolicy,
   repeat: EffectiveRepeatPolicy,
   after: number,
+  until = INFINITY,
+  outOfBudget?: () => boolean,
 ): number | null {
   let t = after;
   for (let guard = 0; guard < MAX_SEGMENTS; guard++) {
+    // Past the horizon nothing is looked for: not even the zone's rules of that year are worked out.
+    if (t >= until) return null;
+    if (outOfBudget !== undefined && outOfBudget()) throw new SearchBudgetExceeded();
     const segment = zone.segmentAt(t + 1);
     const { offset, previous, next } = segment;
 
@@ -92,7 +107,7 @@ export function nextCronInstantAfter(
       }
     }
 
-    if (best !== INFINITY) return best;
+    if (best !== INFINITY) return best <= until ? best : null;
 
     // A fall-back right after this segment repeats wall times we already passed: it must be visited.
     const repeatsSoon = next !== null && next.after < next.before && next.at < segment.end + DAY_MS;

@@ -4,16 +4,19 @@ export { parseCron, compileCron, ParsedCron, type CronParseResult, type CronFiel
 export {
   effectiveGapPolicy,
   effectiveRepeatPolicy,
+  SearchBudgetExceeded,
   type EffectiveGapPolicy,
   type EffectiveRepeatPolicy,
 } from './cron-fires';
-export { isKnownTimeZone, zoneOffsetMs } from './time-zone';
+export { isKnownTimeZone, warmUpTimeZones, zoneOffsetMs } from './time-zone';
 export {
   nextFireAfter,
   firstFireAtOrAfter,
   previewFires,
   nextOccurrenceAfter,
+  OccurrenceCursor,
   MAX_PREVIEW_FIRES,
+  type OccurrenceSearch,
 } from './occurrences';
 export {
   parseSchedule,

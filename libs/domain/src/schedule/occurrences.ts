@@ -4,6 +4,7 @@
  * (both inclusive), and none once `firesSoFar` has reached `maxFires` (maxFires counts fires, not skips).
  */
 
+import { LATEST_INSTANT_MS } from '../instant';
 import { compileCron } from './cron-expression';
 import { effectiveGapPolicy, effectiveRepeatPolicy, nextCronInstantAfter } from './cron-fires';
 import type { CronSchedule, IntervalSchedule, Schedule } from './schedule';
@@ -11,6 +12,17 @@ import { zoneRules } from './time-zone';
 
 /** Upper bound on `previewFires` counts: previews are for humans. */
 export const MAX_PREVIEW_FIRES = 1_000;
+
+/**
+ * Bounds on one search for occurrences, for work done on a request's behalf. Every search ends at
+ * the end of the instant range: a schedule has no occurrence after 9999-12-31T23:59:59.999Z.
+ */
+export interface OccurrenceSearch {
+  /** No occurrence after this instant (epoch ms) is looked for: the search answers null past it. */
+  readonly untilMs?: number;
+  /** Asked as a cron search visits the zone's timeline; true stops it with SearchBudgetExceeded. */
+  readonly outOfBudget?: () => boolean;
+}
 
 /**
  * The first occurrence strictly after `after`, or null when the schedule is exhausted (one-shot already due,
@@ -43,17 +55,64 @@ export function previewFires(schedule: Schedule, from: Date, count: number, fire
   return fires;
 }
 
+/**
+ * The occurrences of a schedule one after another from `from` (inclusive), resumable: a search cut
+ * short by its budget (SearchBudgetExceeded) leaves the cursor where it was, and the next call goes
+ * on from there (the zone years already worked out are cached, so it makes progress).
+ */
+export class OccurrenceCursor {
+  private after: number;
+  private fires: number;
+
+  constructor(
+    private readonly schedule: Schedule,
+    from: Date,
+    firesSoFar = 0,
+    private readonly untilMs = LATEST_INSTANT_MS,
+  ) {
+    this.after = from.getTime() - 1;
+    this.fires = firesSoFar;
+    if (schedule.kind === 'once' && firesSoFar < 1) {
+      // A one-shot's instant is its only occurrence, even when it is before `from` (it fires at once).
+      this.after = Math.min(this.after, schedule.at.getTime() - 1);
+    }
+  }
+
+  /** The next occurrence, or null when there is none up to the horizon. */
+  next(outOfBudget?: () => boolean): Date | null {
+    const at = nextOccurrenceAfter(this.schedule, this.after, this.fires, {
+      untilMs: this.untilMs,
+      ...(outOfBudget ? { outOfBudget } : {}),
+    });
+    if (at === null) return null;
+    this.after = at;
+    this.fires++;
+    return new Date(at);
+  }
+}
+
 /** `nextFireAfter` on epoch milliseconds, for loops that should not allocate Dates. */
-export function nextOccurrenceAfter(schedule: Schedule, after: number, firesSoFar = 0): number | null {
+export function nextOccurrenceAfter(
+  schedule: Schedule,
+  after: number,
+  firesSoFar = 0,
+  search?: OccurrenceSearch,
+): number | null {
+  const until = Math.min(search?.untilMs ?? LATEST_INSTANT_MS, LATEST_INSTANT_MS);
   switch (schedule.kind) {
-    case 'once':
-      return firesSoFar < 1 && schedule.at.getTime() > after ? schedule.at.getTime() : null;
-    case 'interval':
+    case 'once': {
+      const at = schedule.at.getTime();
+      return firesSoFar < 1 && at > after && at <= until ? at : null;
+    }
+    case 'interval': {
       if (exhausted(schedule, firesSoFar)) return null;
-      return beforeEnd(schedule, nextIntervalAfter(schedule, boundedAfter(schedule, after)));
+      const at = beforeEnd(schedule, nextIntervalAfter(schedule, boundedAfter(schedule, after)));
+      // Past the end of the instant range the schedule is over (never an unstorable instant).
+      return at !== null && at <= until ? at : null;
+    }
     case 'cron':
       if (exhausted(schedule, firesSoFar)) return null;
-      return beforeEnd(schedule, nextCronAfter(schedule, boundedAfter(schedule, after)));
+      return beforeEnd(schedule, nextCronAfter(schedule, boundedAfter(schedule, after), until, search));
   }
 }
 
@@ -64,7 +123,12 @@ function nextIntervalAfter(schedule: IntervalSchedule, after: number): number {
   return anchor + (Math.floor((after - anchor) / schedule.everyMs) + 1) * schedule.everyMs;
 }
 
-function nextCronAfter(schedule: CronSchedule, after: number): number | null {
+function nextCronAfter(
+  schedule: CronSchedule,
+  after: number,
+  until: number,
+  search: OccurrenceSearch | undefined,
+): number | null {
   const cron = compileCron(schedule.expression);
   return nextCronInstantAfter(
     cron,
@@ -72,6 +136,8 @@ function nextCronAfter(schedule: CronSchedule, after: number): number | null {
     effectiveGapPolicy(cron, schedule.dstGap),
     effectiveRepeatPolicy(cron, schedule.dstRepeat),
     after,
+    until,
+    search?.outOfBudget,
   );
 }
 

@@ -3,6 +3,7 @@
  * `Schedule`. One pass reports every bad field, each named by its path (`schedule.time_zone`).
  */
 
+import { INSTANT_RANGE, instantRangeProblem } from '../instant';
 import type { FieldViolation } from '../validation';
 import { DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS, daysFromCivil, daysInMonth } from './calendar';
 import { parseCron, type ParsedCron } from './cron-expression';
@@ -68,7 +69,7 @@ const KNOWN_FIELDS: Readonly<Record<(typeof SCHEDULE_KINDS)[number], readonly st
   cron: ['kind', 'expression', 'time_zone', 'dst_gap', 'dst_repeat', 'start_at', 'end_at', 'max_fires'],
 };
 
-const ISO_FORMAT = 'an ISO-8601 timestamp with an explicit offset or Z, e.g. 2026-03-08T09:30:00Z';
+const ISO_FORMAT = `an ISO-8601 timestamp with an explicit offset or Z, e.g. 2026-03-08T09:30:00Z, within ${INSTANT_RANGE}`;
 
 /**
  * Validates a raw schedule. Cron: a seconds field is allowed as long as the densest spacing of the
@@ -115,7 +116,18 @@ export function parseSchedule(
       return undefined;
     }
     const parsed = typeof value === 'string' ? parseIsoInstant(value) : undefined;
-    if (parsed === undefined) fail(field, `must be ${ISO_FORMAT}; got ${JSON.stringify(value)}`);
+    if (parsed === undefined) {
+      // An instant written with a six-digit year (+010000-…, as JavaScript writes one) is out of range.
+      const extended = typeof value === 'string' && /^[+-]\d{6}-/.test(value) ? Date.parse(value) : NaN;
+      if (Number.isFinite(extended)) fail(field, instantRangeProblem(new Date(extended))!);
+      else fail(field, `must be ${ISO_FORMAT}; got ${JSON.stringify(value)}`);
+      return undefined;
+    }
+    const outOfRange = instantRangeProblem(parsed);
+    if (outOfRange !== undefined) {
+      fail(field, outOfRange);
+      return undefined;
+    }
     return parsed;
   };
 
@@ -208,13 +220,18 @@ export function parseSchedule(
   // A schedule that can never fire is almost certainly a mistake (Feb 30, or a window already over).
   if (firstFireAtOrAfter(schedule, options.now) === null) {
     const unbounded: Schedule = { ...schedule, endAt: undefined, maxFires: undefined } as Schedule;
-    if (schedule.kind === 'cron' && firstFireAtOrAfter(unbounded, options.now) === null) {
-      fail('expression', `never matches a calendar date (like February 30), so it would never fire`);
-    } else {
+    const unstarted: Schedule = { ...unbounded, startAt: undefined } as Schedule;
+    if (firstFireAtOrAfter(unbounded, options.now) !== null) {
       fail(
         'end_at',
         `is before the first occurrence at or after ${(startAt ?? options.now).toISOString()}, so it would never fire`,
       );
+    } else if (startAt !== undefined && firstFireAtOrAfter(unstarted, options.now) !== null) {
+      fail('start_at', `leaves no occurrence before the end of the instant range (${INSTANT_RANGE})`);
+    } else if (schedule.kind === 'cron') {
+      fail('expression', `never matches a calendar date (like February 30), so it would never fire`);
+    } else {
+      fail('', `has no occurrence within ${INSTANT_RANGE}`);
     }
     return { ok: false, violations };
   }

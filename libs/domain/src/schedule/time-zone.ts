@@ -37,6 +37,12 @@ interface YearSegments {
 
 const WALL_FORMAT = /^(\d+)\/(\d+)\/(\d+),? (\d+):(\d+):(\d+)$/;
 
+/**
+ * Years of a zone kept worked out at once: beyond this the cache starts over, so requests ranging
+ * over the instant range (previews `from` any year) cannot grow memory without bound (~0.3 KB a year).
+ */
+const MAX_CACHED_YEARS = 256;
+
 /** Offsets and transitions of one IANA zone; build through `zoneRules`. */
 export class ZoneRules {
   private readonly formatter: Intl.DateTimeFormat;
@@ -82,6 +88,7 @@ export class ZoneRules {
     let found = this.transitionsByYear.get(year);
     if (found === undefined) {
       found = this.findTransitions(year);
+      if (this.transitionsByYear.size >= MAX_CACHED_YEARS) this.transitionsByYear.clear();
       this.transitionsByYear.set(year, found);
     }
     return found;
@@ -91,6 +98,7 @@ export class ZoneRules {
     let cached = this.segmentsByYear.get(year);
     if (cached === undefined) {
       cached = this.buildSegments(year);
+      if (this.segmentsByYear.size >= MAX_CACHED_YEARS) this.segmentsByYear.clear();
       this.segmentsByYear.set(year, cached);
     }
     return cached;
@@ -176,6 +184,14 @@ export function zoneRules(timeZone: string): ZoneRules {
     zones.set(timeZone, rules);
   }
   return rules;
+}
+
+/**
+ * Loads the runtime's time-zone data (the first Intl date formatter of a process costs tens of ms)
+ * so that no request pays for it: call once at start-up.
+ */
+export function warmUpTimeZones(): void {
+  zoneRules('UTC').offsetAt(Date.now());
 }
 
 /** Whether `timeZone` is an IANA zone name this runtime knows (offset strings like '+05:30' are not). */

@@ -5,6 +5,11 @@
 import type { Pool, PoolClient } from 'pg';
 import {
   fireIdOf,
+  instantRangeProblem,
+  isInstantInRange,
+  MAX_EVENT_AGE_MS,
+  storedScheduleProblem,
+  storedTargetProblem,
   type ClaimableJob,
   type DueOccurrencePlan,
   type FireEvent,
@@ -70,8 +75,136 @@ export interface ClaimedFire {
 interface BrokenJob {
   readonly jobId: string;
   readonly tenantId: string;
-  readonly nominal: Date;
+  /** The due occurrence, as stored (it may be what is wrong with the job). */
+  readonly nominal: unknown;
   readonly error: string;
+}
+
+/** One planned job's share of a claim's write, its instants already as ISO text. */
+interface JobWrite {
+  readonly jobId: string;
+  readonly tenantId: string;
+  readonly dueNominal: Date | null;
+  readonly n: number;
+  readonly next: string | null;
+  readonly nextNominal: string | null;
+  readonly status: 'SCHEDULED' | 'COMPLETED';
+  readonly fires: readonly ClaimedFire[];
+  readonly fireRows: readonly { jobId: string; token: number; nominal: string; scheduled: string }[];
+  /** Per fire, the trace context to store (set once the claim's spans are begun). */
+  traces: readonly (string | null)[];
+  readonly skips: readonly ClaimSkip[];
+  readonly skipRows: readonly {
+    jobId: string;
+    tenantId: string;
+    reason: string;
+    first: string;
+    last: string;
+    count: number;
+  }[];
+  readonly skipped: number;
+}
+
+/** What one write of a group of jobs produced. */
+interface WriteOutcome {
+  readonly fires: ClaimedFire[];
+  readonly skips: readonly ClaimSkip[];
+}
+
+/**
+ * max_event_age_ms of a job's retry policy as SQL, bounded: a value the validation would refuse
+ * (not a number, or beyond double precision or an interval) must not fail the claim's statement
+ * for every job of its lane.
+ */
+const MAX_EVENT_AGE_SQL = `(CASE WHEN jsonb_typeof(j.policies->'retry'->'max_event_age_ms') = 'number'
+      THEN least(greatest((j.policies->'retry'->>'max_event_age_ms')::numeric, 0), ${MAX_EVENT_AGE_MS})::double precision
+      ELSE 86400000 END)`;
+
+/**
+ * An error of one row's data (SQLSTATE class 22: a value out of range, an invalid datetime …;
+ * class 23: a constraint the row breaks): another group of jobs may well succeed.
+ */
+export function isRowDataError(e: unknown): boolean {
+  const code = (e as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (code.startsWith('22') || code.startsWith('23'));
+}
+
+/** What in a due job, as stored, the claim cannot work with; undefined when nothing. */
+function storedJobProblem(job: ClaimableJob): string | undefined {
+  const schedule = storedScheduleProblem(job.schedule) ?? storedTargetProblem(job.target);
+  if (schedule !== undefined) return schedule;
+  const nominal = job.nextNominalAt as unknown;
+  if (nominal !== null && !(nominal instanceof Date && isInstantInRange(nominal.getTime())))
+    return `next_nominal_at ${nominal instanceof Date ? (instantRangeProblem(nominal) ?? '') : `is ${String(nominal)}`}`;
+  if (!Number.isSafeInteger(job.fenceToken) || !Number.isSafeInteger(job.firesCount))
+    return `fence_token ${job.fenceToken} or fires_count ${job.firesCount} is beyond what the claim can count`;
+  return undefined;
+}
+
+/** An instant of a plan as ISO text, refusing one the store and the wires cannot hold. */
+function planned(at: Date, what: string): string {
+  const problem = instantRangeProblem(at);
+  if (problem !== undefined) throw new Error(`planned ${what} ${problem}`);
+  return at.toISOString();
+}
+
+/** The write of one planned job; throws when the plan holds what the store could not. */
+function jobWriteOf(job: ClaimableJob, p: DueOccurrencePlan): JobWrite {
+  if (!Number.isSafeInteger(job.fenceToken + p.fires.length + 1))
+    throw new Error(`fence_token ${job.fenceToken} + ${p.fires.length} is beyond what the claim can count`);
+  const fires: ClaimedFire[] = [];
+  const fireRows: { jobId: string; token: number; nominal: string; scheduled: string }[] = [];
+  p.fires.forEach((f, i) => {
+    const fenceToken = job.fenceToken + i + 1;
+    const event: FireEvent = {
+      jobId: job.jobId,
+      tenantId: job.tenantId,
+      fenceToken,
+      fireId: fireIdOf({ jobId: job.jobId, fenceToken }),
+      scheduledFor: f.scheduledFor,
+      nominalTime: f.nominalTime,
+      attempt: 1,
+      target: job.target,
+      payload: job.payload,
+    };
+    fires.push({ shard: job.shard, batchId: 0, event });
+    fireRows.push({
+      jobId: job.jobId,
+      token: fenceToken,
+      nominal: planned(f.nominalTime, 'nominal time'),
+      scheduled: planned(f.scheduledFor, 'fire time'),
+    });
+  });
+  const skips: ClaimSkip[] = [];
+  const skipRows: JobWrite['skipRows'][number][] = [];
+  let skipped = 0;
+  for (const k of p.skips) {
+    skipped += k.occurrences;
+    skips.push({ tenantId: job.tenantId, reason: k.reason, occurrences: k.occurrences });
+    skipRows.push({
+      jobId: job.jobId,
+      tenantId: job.tenantId,
+      reason: k.reason,
+      first: planned(k.firstNominal, 'skipped occurrence'),
+      last: planned(k.lastNominal, 'skipped occurrence'),
+      count: k.occurrences,
+    });
+  }
+  return {
+    jobId: job.jobId,
+    tenantId: job.tenantId,
+    dueNominal: job.nextNominalAt,
+    n: p.fires.length,
+    next: p.next ? planned(p.next.scheduledFor, 'next run') : null,
+    nextNominal: p.next ? planned(p.next.nominalTime, 'next occurrence') : null,
+    status: p.next ? 'SCHEDULED' : 'COMPLETED',
+    fires,
+    fireRows,
+    traces: [],
+    skips,
+    skipRows,
+    skipped,
+  };
 }
 
 /** A tenant with due work in a shard. */
@@ -131,11 +264,24 @@ export class FireRepository {
    * this transaction and then fences it out). Each claimed occurrence gets its own fence token.
    */
   async claimDueJobs(req: ClaimRequest, plan: ClaimPlanner): Promise<ClaimResult> {
+    try {
+      return await this.tracedClaim(req, plan, false);
+    } catch (e) {
+      // One job's data broke the batch's statement (an instant or a number the database refuses):
+      // claim again, writing the jobs in halves under savepoints, so the ones that fail alone are
+      // parked and the rest of the batch (and the lane) goes on. Rare, so the common claim pays
+      // no savepoint for it.
+      if (!isRowDataError(e)) throw e;
+      return this.tracedClaim(req, plan, true);
+    }
+  }
+
+  private async tracedClaim(req: ClaimRequest, plan: ClaimPlanner, isolate: boolean): Promise<ClaimResult> {
     // Spans are made only for claims that claimed or skipped something (most ticks find nothing),
     // and end after the commit: a rolled-back claim's spans say it failed.
     const claimTrace = new ClaimTrace(req.shards.length);
     try {
-      const result = await this.claimInTransaction(req, plan, claimTrace);
+      const result = await this.claimInTransaction(req, plan, claimTrace, isolate);
       claimTrace.end();
       return result;
     } catch (e) {
@@ -206,6 +352,7 @@ export class FireRepository {
     req: ClaimRequest,
     plan: ClaimPlanner,
     claimTrace: ClaimTrace,
+    isolate: boolean,
   ): Promise<ClaimResult> {
     // The claim reads only the due tenants: its own probe skips the outbox.
     const probe = req.probe ?? (await this.probeDue(req));
@@ -266,7 +413,7 @@ export class FireRepository {
                       SELECT 1 FROM fires f
                         LEFT JOIN job_runs r ON r.job_id = f.job_id AND r.fence_token = f.fence_token
                        WHERE f.job_id = j.job_id AND f.fence_token = j.fence_token
-                         AND (   (r.status IS NULL AND f.claimed_at > now() - make_interval(secs => coalesce((j.policies->'retry'->>'max_event_age_ms')::double precision, 86400000) / 1000))
+                         AND (   (r.status IS NULL AND f.claimed_at > now() - make_interval(secs => ${MAX_EVENT_AGE_SQL} / 1000))
                               OR (r.status = 'RUNNING' AND r.lease_expires_at > now())
                               OR r.status = 'RETRYING'))) AS in_flight,
                     j.trace_context AS origin_trace
@@ -290,12 +437,15 @@ export class FireRepository {
       for (const r of due.rows) {
         if (r.origin_trace) origins.set(r.job_id, r.origin_trace);
         try {
-          dueJobs.push({ job: claimableJobFromRow(r), previousFireInFlight: r.in_flight === true });
+          const job = claimableJobFromRow(r);
+          const problem = storedJobProblem(job);
+          if (problem !== undefined) throw new Error(problem);
+          dueJobs.push({ job, previousFireInFlight: r.in_flight === true });
         } catch (e) {
           broken.push({
             jobId: r.job_id,
             tenantId: r.tenant_id,
-            nominal: r.next_nominal_at ?? now,
+            nominal: r.next_nominal_at,
             error: (e as Error).message,
           });
         }
@@ -303,8 +453,9 @@ export class FireRepository {
       const result = await this.applyPlans(client, req.owner, now, fencedOut, dueJobs, plan, broken, {
         claimTrace,
         origins,
+        isolate,
       });
-      return { ...result, saturated };
+      return { ...result, scanned: due.rows.length, saturated };
     });
   }
 
@@ -316,91 +467,110 @@ export class FireRepository {
     dueJobs: DueJob[],
     plan: ClaimPlanner,
     broken: BrokenJob[],
-    tracing: { readonly claimTrace: ClaimTrace; readonly origins: ReadonlyMap<string, JobTraceOrigin> },
+    tracing: {
+      readonly claimTrace: ClaimTrace;
+      readonly origins: ReadonlyMap<string, JobTraceOrigin>;
+      readonly isolate: boolean;
+    },
   ): Promise<Omit<ClaimResult, 'saturated'>> {
-    const upd = {
-      id: [] as string[],
-      n: [] as number[],
-      // Timestamps as ISO text: pg would format each Date of an array in JavaScript, several times slower.
-      next: [] as (string | null)[],
-      nominal: [] as (string | null)[],
-      status: [] as string[],
-    };
-    const ins = {
-      id: [] as string[],
-      token: [] as number[],
-      nominal: [] as string[],
-      scheduled: [] as string[],
-    };
-    const skip = {
-      id: [] as string[],
-      tenant: [] as string[],
-      reason: [] as string[],
-      first: [] as Date[],
-      last: [] as Date[],
-      count: [] as number[],
-    };
-    const fires: ClaimedFire[] = [];
-    const skips: ClaimSkip[] = [];
-    let skipped = 0;
-
+    const writes: JobWrite[] = [];
+    let skippedInPlan = 0;
     for (const due of dueJobs) {
       const job = due.job;
-      let p: DueOccurrencePlan;
       try {
-        p = plan(due, now);
+        const w = jobWriteOf(job, plan(due, now));
+        writes.push(w);
+        skippedInPlan += w.skipped;
       } catch (e) {
+        // A planning error, or a plan the store could not hold: the job is parked, the batch goes on.
         broken.push({
           jobId: job.jobId,
           tenantId: job.tenantId,
-          nominal: job.nextNominalAt ?? now,
+          nominal: job.nextNominalAt,
           error: (e as Error).message,
         });
-        continue;
-      }
-      upd.id.push(job.jobId);
-      upd.n.push(p.fires.length);
-      upd.next.push(p.next?.scheduledFor.toISOString() ?? null);
-      upd.nominal.push(p.next?.nominalTime.toISOString() ?? null);
-      upd.status.push(p.next ? 'SCHEDULED' : 'COMPLETED');
-      p.fires.forEach((f, i) => {
-        const fenceToken = job.fenceToken + i + 1;
-        const event: FireEvent = {
-          jobId: job.jobId,
-          tenantId: job.tenantId,
-          fenceToken,
-          fireId: fireIdOf({ jobId: job.jobId, fenceToken }),
-          scheduledFor: f.scheduledFor,
-          nominalTime: f.nominalTime,
-          attempt: 1,
-          target: job.target,
-          payload: job.payload,
-        };
-        fires.push({ shard: job.shard, batchId: 0, event });
-        ins.id.push(job.jobId);
-        ins.token.push(fenceToken);
-        ins.nominal.push(f.nominalTime.toISOString());
-        ins.scheduled.push(f.scheduledFor.toISOString());
-      });
-      for (const s of p.skips) {
-        skipped += s.occurrences;
-        skips.push({ tenantId: job.tenantId, reason: s.reason, occurrences: s.occurrences });
-        skip.id.push(job.jobId);
-        skip.tenant.push(job.tenantId);
-        skip.reason.push(s.reason);
-        skip.first.push(s.firstNominal);
-        skip.last.push(s.lastNominal);
-        skip.count.push(s.occurrences);
       }
     }
 
+    const allFires = writes.flatMap((w) => w.fires);
     const traces =
-      fires.length > 0 || skipped > 0
+      allFires.length > 0 || skippedInPlan > 0
         ? tracing.claimTrace.begin(
-            fires.map((f) => ({ ...f, origin: tracing.origins.get(f.event.jobId) })),
-            skipped,
+            allFires.map((f) => ({ ...f, origin: tracing.origins.get(f.event.jobId) })),
+            skippedInPlan,
           )
         : [];
+    let at = 0;
+    for (const w of writes) {
+      w.traces = traces.slice(at, at + w.fires.length);
+      at += w.fires.length;
+    }
+
+    const written: WriteOutcome[] = [];
+    if (writes.length > 0) {
+      if (tracing.isolate) await this.writeIsolating(client, owner, writes, broken, written);
+      else written.push(await this.writeJobs(client, owner, writes));
+    }
+    if (broken.length > 0) await this.parkBrokenJobs(client, broken, now);
+    const fires = written.flatMap((o) => o.fires);
+    const skips = written.flatMap((o) => o.skips);
+    return {
+      now,
+      fencedOut,
+      fires,
+      skipped: skips.reduce((n, s) => n + s.occurrences, 0),
+      skips,
+      scanned: dueJobs.length + broken.length,
+      parked: broken.map((b) => b.jobId),
+    };
+  }
+
+  /**
+   * Writes the jobs in groups, each under a savepoint: a group whose statement fails on a row's
+   * data is rolled back and split in halves, down to the job that fails alone, which is parked
+   * with the database's reason. About 2·log2(n) statements per bad job.
+   */
+  private async writeIsolating(
+    client: PoolClient,
+    owner: string,
+    group: readonly JobWrite[],
+    broken: BrokenJob[],
+    written: WriteOutcome[],
+  ): Promise<void> {
+    await client.query('SAVEPOINT claim_write');
+    try {
+      written.push(await this.writeJobs(client, owner, group));
+      await client.query('RELEASE SAVEPOINT claim_write');
+      return;
+    } catch (e) {
+      if (!isRowDataError(e)) throw e;
+      await client.query('ROLLBACK TO SAVEPOINT claim_write');
+      await client.query('RELEASE SAVEPOINT claim_write');
+      if (group.length === 1) {
+        const w = group[0]!;
+        broken.push({
+          jobId: w.jobId,
+          tenantId: w.tenantId,
+          nominal: w.dueNominal,
+          error: (e as Error).message,
+        });
+        return;
+      }
+    }
+    const half = Math.ceil(group.length / 2);
+    await this.writeIsolating(client, owner, group.slice(0, half), broken, written);
+    await this.writeIsolating(client, owner, group.slice(half), broken, written);
+  }
+
+  /** Advances `group`'s jobs, records their fires in new outbox batches and their skips. */
+  private async writeJobs(
+    client: PoolClient,
+    owner: string,
+    group: readonly JobWrite[],
+  ): Promise<WriteOutcome> {
+    const fires: ClaimedFire[] = group.flatMap((w) => w.fires.map((f) => ({ ...f })));
+    const rows = group.flatMap((w) => w.fireRows);
+    const traces = group.flatMap((w) => w.traces);
     // One statement advances the jobs, opens one outbox batch per shard of this claim (a relay
     // takes over a shard's batches whole) and records the fires in them. The fire rows take the
     // job's tenant, target and payload from the UPDATE's RETURNING, not from a second read of
@@ -453,15 +623,15 @@ export class FireRepository {
          FROM unnest($6::text[], $7::bigint[]) AS v(job_id, token)
         WHERE NOT EXISTS (SELECT 1 FROM f WHERE f.job_id = v.job_id AND f.fence_token = v.token)`,
       [
-        upd.id,
-        upd.n,
-        upd.next,
-        upd.nominal,
-        upd.status,
-        ins.id,
-        ins.token,
-        ins.nominal,
-        ins.scheduled,
+        group.map((w) => w.jobId),
+        group.map((w) => w.n),
+        group.map((w) => w.next),
+        group.map((w) => w.nextNominal),
+        group.map((w) => w.status),
+        rows.map((r) => r.jobId),
+        rows.map((r) => r.token),
+        rows.map((r) => r.nominal),
+        rows.map((r) => r.scheduled),
         traces,
         owner,
         fires.map((f) => f.shard),
@@ -477,23 +647,22 @@ export class FireRepository {
       fires[i] = { ...f, batchId: batchOfShard.get(f.shard)! };
     }
     if (refired.size > 0) await this.dropRefired(client, fires, refired);
-    if (skip.id.length > 0) {
+    const skip = group.flatMap((w) => w.skipRows);
+    if (skip.length > 0) {
       await client.query(
         `INSERT INTO occurrence_skips (job_id, tenant_id, reason, first_nominal, last_nominal, occurrences)
          SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::bigint[])`,
-        [skip.id, skip.tenant, skip.reason, skip.first, skip.last, skip.count],
+        [
+          skip.map((k) => k.jobId),
+          skip.map((k) => k.tenantId),
+          skip.map((k) => k.reason),
+          skip.map((k) => k.first),
+          skip.map((k) => k.last),
+          skip.map((k) => k.count),
+        ],
       );
     }
-    if (broken.length > 0) await this.parkBrokenJobs(client, broken);
-    return {
-      now,
-      fencedOut,
-      fires,
-      skipped,
-      skips,
-      scanned: dueJobs.length + broken.length,
-      parked: broken.map((b) => b.jobId),
-    };
+    return { fires, skips: group.flatMap((w) => w.skips) };
   }
 
   /**
@@ -524,7 +693,10 @@ export class FireRepository {
    * A job whose stored definition cannot be planned (it should never happen: the boundary
    * validates) must not block its shard: it is paused, and the occurrence ledger says why.
    */
-  private async parkBrokenJobs(client: PoolClient, broken: BrokenJob[]): Promise<void> {
+  private async parkBrokenJobs(client: PoolClient, broken: BrokenJob[], now: Date): Promise<void> {
+    // The ledger row's instant: the job's due occurrence when it is one the store can hold, else now.
+    const at = (b: BrokenJob) =>
+      b.nominal instanceof Date && isInstantInRange(b.nominal.getTime()) ? b.nominal : now;
     await client.query(
       `UPDATE jobs SET status = 'PAUSED', updated_at = now() WHERE job_id = ANY($1::text[])`,
       [broken.map((b) => b.jobId)],
@@ -536,8 +708,9 @@ export class FireRepository {
       [
         broken.map((b) => b.jobId),
         broken.map((b) => b.tenantId),
-        broken.map((b) => b.nominal),
-        broken.map((b) => b.error.slice(0, 500)),
+        broken.map(at),
+        // PostgreSQL text holds no NUL; the reason may quote a stored value that has one.
+        broken.map((b) => b.error.split(String.fromCharCode(0)).join('').slice(0, 500)),
       ],
     );
   }

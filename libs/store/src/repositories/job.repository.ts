@@ -136,6 +136,8 @@ export interface JobListQuery {
   /** Only jobs whose id sorts after this one (the previous page's last). */
   readonly afterJobId?: string;
   readonly limit: number;
+  /** About this many bytes of payload, target and labels JSON at most (at least one job). */
+  readonly maxBytes?: number;
 }
 
 export class JobRepository {
@@ -154,19 +156,38 @@ export class JobRepository {
     return rows[0] ? jobFromRow(rows[0]) : null;
   }
 
-  /** Jobs by tenant, status and labels, ordered by job_id. */
-  async listJobs(q: JobListQuery): Promise<Job[]> {
-    const { rows } = await this.pool.query<JobRow>(
-      `SELECT ${JOB_COLUMNS} FROM jobs
-        WHERE ($1::text IS NULL OR tenant_id = $1)
-          AND ($2::text IS NULL OR status = $2)
-          AND labels @> $3::jsonb
-          AND ($4::text IS NULL OR job_id > $4)
-        ORDER BY job_id
-        LIMIT $5`,
-      [q.tenantId ?? null, q.status ?? null, JSON.stringify(q.labels ?? {}), q.afterJobId ?? null, q.limit],
+  /**
+   * Jobs by tenant, status and labels, ordered by job_id: at most `limit`, and no more than about
+   * `maxBytes` of payload, target and labels JSON (always at least one job). Every byte sent is
+   * parsed and written again on the API's event loop: a page of a thousand 256 KiB payloads would
+   * hold it for seconds. `cut`: jobs within the limit were left out for the bytes.
+   */
+  async listJobs(q: JobListQuery): Promise<{ jobs: Job[]; cut: boolean }> {
+    const { rows } = await this.pool.query<JobRow & { fetched: string }>(
+      `WITH page AS (
+         SELECT j.*, count(*) OVER () AS fetched,
+                sum(j.bytes) OVER (ORDER BY j.job_id) - j.bytes AS bytes_before
+           FROM (SELECT ${JOB_COLUMNS},
+                        octet_length(payload::text) + octet_length(target::text) + octet_length(labels::text) AS bytes
+                   FROM jobs
+                  WHERE ($1::text IS NULL OR tenant_id = $1)
+                    AND ($2::text IS NULL OR status = $2)
+                    AND labels @> $3::jsonb
+                    AND ($4::text IS NULL OR job_id > $4)
+                  ORDER BY job_id
+                  LIMIT $5) j
+       )
+       SELECT ${JOB_COLUMNS}, fetched FROM page WHERE bytes_before = 0 OR bytes_before < $6 ORDER BY job_id`,
+      [
+        q.tenantId ?? null,
+        q.status ?? null,
+        JSON.stringify(q.labels ?? {}),
+        q.afterJobId ?? null,
+        q.limit,
+        q.maxBytes ?? Number.MAX_SAFE_INTEGER,
+      ],
     );
-    return rows.map(jobFromRow);
+    return { jobs: rows.map(jobFromRow), cut: rows.length > 0 && rows.length < Number(rows[0]!.fetched) };
   }
 
   /**
