@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, existsSync, type WriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from './private-stack';
-import { waitFor } from './wait';
+import { sleep, waitFor } from './wait';
 
 export type AppName = 'api' | 'scheduler' | 'executor';
 
@@ -123,6 +123,9 @@ export class FaultApp {
     ).catch((e: Error) => {
       throw new Error(`${e.message}\n--- ${this.id} output ---\n${this.tail()}`);
     });
+    // An app that lost its port to another process exits right after start-up: ready was not ours.
+    await sleep(300);
+    if (this.exit) throw new Error(`${this.id} exited right after it answered ready:\n${this.tail()}`);
   }
 
   tail(lines = 40): string {

@@ -10,9 +10,9 @@ import { join } from 'node:path';
 import { loadConfig, type TickworkConfig } from '@tickwork/config';
 import { shardOf } from '@tickwork/domain';
 import { Pool } from 'pg';
-import { freePort } from '../../support/env';
 import { FaultApp, type AppName, type ExitRecord } from './apps';
 import type { Log } from './log';
+import { allocatePort } from './ports';
 import { readLedger, type Ledger } from './oracle';
 import type { PrivateStack } from './private-stack';
 import { RecordingReceiver, type ReceiverBehaviour } from './receiver';
@@ -117,8 +117,8 @@ export class Deployment {
 
   /** Starts one more app of `name` (on `port`, e.g. a restart of the same instance) and waits until it is ready. */
   async add(name: AppName, port?: number): Promise<FaultApp> {
-    if (name === 'api' && this.grpcPort === 0) this.grpcPort = await freePort();
-    const app = FaultApp.start(name, this.env(), port ?? (await freePort()), this.logDir);
+    if (name === 'api' && this.grpcPort === 0) this.grpcPort = await allocatePort();
+    const app = FaultApp.start(name, this.env(), port ?? (await allocatePort()), this.logDir);
     this.everyApp.push(app);
     if (name === 'scheduler') this.schedulers.push(app);
     else if (name === 'executor') this.executors.push(app);
@@ -181,7 +181,7 @@ export class Deployment {
         }
         pending = pending.filter((o) => !delivered.has(`${o.jobId}@${o.nominal}`));
         if (pending.length === 0) return true;
-        if (pending.length < 2_000 && Date.now() - lastLedgerCheck > 2_000) {
+        if (Date.now() - lastLedgerCheck > 2_000) {
           lastLedgerCheck = Date.now();
           const from = Math.min(...pending.map((o) => o.nominal));
           const to = Math.max(...pending.map((o) => o.nominal));

@@ -249,8 +249,9 @@ export function figuresOf(verdicts: readonly Verdict[]): Figures {
 
 /** The thresholds that define "recovered". */
 export const RECOVERY = {
-  /** Lateness at or under this counts as on time again. */
+  /** Lateness at or under this counts as on time again (or the baseline's p99 when higher, up to maxThresholdMs). */
   thresholdMs: 1_000,
+  maxThresholdMs: 3_000,
   /** ... for the occurrences due during this long after the recovery point ... */
   holdMs: 3_000,
   /** ... all but this share of them (so one fire slowed by the box's load does not move the point). */

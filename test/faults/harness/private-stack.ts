@@ -20,8 +20,8 @@ import { join } from 'node:path';
 // eslint-disable-next-line no-restricted-imports -- the harness probes the broker from outside, as an operator would
 import { Kafka, logLevel } from 'kafkajs';
 import { Client } from 'pg';
-import { freePort } from '../../support/env';
 import type { Log } from './log';
+import { allocatePort } from './ports';
 import { sleep, waitFor } from './wait';
 
 export const ROOT = join(__dirname, '..', '..', '..').replace(/\/dist$/, '');
@@ -353,7 +353,7 @@ export class Registry {
       throw new Error(
         `no schema registry answers at ${shared} and ${jar} is missing: run 'npm run stack -- up'`,
       );
-    const port = await freePort();
+    const port = await allocatePort();
     const url = `http://127.0.0.1:${port}/apis/ccompat/v7`;
     log(`schema registry: ${shared} does not answer; starting a private in-memory one at ${url}`);
     mkdirSync(dir, { recursive: true });
@@ -413,9 +413,9 @@ export class PrivateStack {
 
   /** Starts a fresh PostgreSQL and Kafka under `dir` (ports from FAULTS_PG_PORT / FAULTS_KAFKA_PORT or free ones). */
   static async start(dir: string, log: Log): Promise<PrivateStack> {
-    const pgPort = Number(process.env.FAULTS_PG_PORT ?? (await freePort()));
-    const kafkaPort = Number(process.env.FAULTS_KAFKA_PORT ?? (await freePort()));
-    const controllerPort = Number(process.env.FAULTS_KAFKA_CONTROLLER_PORT ?? (await freePort()));
+    const pgPort = Number(process.env.FAULTS_PG_PORT ?? (await allocatePort()));
+    const kafkaPort = Number(process.env.FAULTS_KAFKA_PORT ?? (await allocatePort()));
+    const controllerPort = Number(process.env.FAULTS_KAFKA_CONTROLLER_PORT ?? (await allocatePort()));
     const postgres = new PrivatePostgres(join(dir, 'postgres'), pgPort);
     const kafka = new PrivateKafka(join(dir, 'kafka'), kafkaPort, controllerPort);
     await postgres.stopStale();

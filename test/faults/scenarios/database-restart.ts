@@ -10,7 +10,8 @@ import { STEADY } from '../harness/receiver';
 import { runScenario, seconds, type Scenario } from '../harness/scenario';
 import { sleep, waitUpTo } from '../harness/wait';
 
-const DOWN_MS = 6_000;
+/** How long PostgreSQL stays stopped before it is started again (its start-up adds 1-4 s). */
+const DOWN_MS = 5_000;
 const RECOVERY_BOUND_MS = 5_000;
 
 export const databaseRestart: Scenario = {

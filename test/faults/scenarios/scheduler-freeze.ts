@@ -3,7 +3,9 @@
  * idle-in-transaction timeout (10 s), then woken with SIGCONT, several rounds. The freeze is aimed
  * at an open transaction when one shows up in pg_stat_activity, because a session killed by the
  * server while its client is checked out is what crashed the scheduler. Bound: the scheduler stays
- * alive and claims again after every round; nothing lost or early.
+ * alive and claims again after every round; nothing lost or early. (The issue reproduced it with
+ * 300 one-second interval jobs, 300 fires/s, which this 2-core box does not keep up with beside
+ * everything else; aiming the freeze makes the usual ~50 fires/s enough.)
  */
 import { recoveryMs } from '../harness/oracle';
 import { runScenario, seconds, type Scenario } from '../harness/scenario';
@@ -27,8 +29,6 @@ export const schedulerFreeze: Scenario = {
         name: 'scheduler-freeze',
         title: schedulerFreeze.title,
         deployment: { schedulers: 2, executors: 2 },
-        // The issue's reproduction: 300 one-second interval jobs keep the claim path busy.
-        workload: { fastIntervalJobs: 300, fastIntervalMs: 1_000 },
         warmupMs: 10_000,
         plannedMs: rounds * (FREEZE_MS + 20_000) + 30_000,
         drainCapMs: 90_000,
@@ -108,7 +108,7 @@ export const schedulerFreeze: Scenario = {
             `claims within ${CLAIMS_AGAIN_MS / 1000} s of SIGCONT in every round`,
             slow.length === 0
               ? `every round; slowest after ${seconds(Math.max(...roundLog.map((r) => r.claimsAgainAfterMs as number)))}`
-              : `not in rounds ${slow.map((r) => r.round).join(', ')}`,
+              : `not in rounds ${slow.map((r) => `${r.round as number}${r.crashed ? ' (it exited)' : ''}`).join(', ')}`,
             slow.length === 0,
           );
           // Recovery after each SIGCONT, reported (the issue gives this scenario no lateness bound).
