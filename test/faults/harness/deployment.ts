@@ -85,10 +85,9 @@ export class Deployment {
     const logDir = join(runDir, opts.label);
     mkdirSync(logDir, { recursive: true });
     const d = new Deployment(stack, opts, database, topicPrefix, pool, receiver, logDir, log);
-    // One scheduler first: it creates the topics and migrates the database, so the others do not race it.
-    await d.add('scheduler');
+    // All at once, as a deploy would: migrations take an advisory lock, topic creation tolerates a race.
     await Promise.all([
-      ...Array.from({ length: opts.schedulers - 1 }, () => d.add('scheduler')),
+      ...Array.from({ length: opts.schedulers }, () => d.add('scheduler')),
       ...Array.from({ length: opts.executors }, () => d.add('executor')),
       ...(opts.apiTenants !== undefined ? [d.add('api')] : []),
     ]);

@@ -262,7 +262,8 @@ export const RECOVERY = {
  * Recovery time after a fault that ended at `from`: the earliest R ≥ `from` such that (a) every
  * occurrence scheduled before R (since `since`) had arrived (first attempt) by R + threshold — the
  * fault's backlog is out — and (b) of the occurrences scheduled in [R, R + hold], all but
- * `spareShare` arrived within `threshold` of their time — new fires are on time again. Returns
+ * `spareShare` arrived within `threshold` of their time, and none is missing — new fires are on
+ * time again. Returns
  * R − from, or undefined when that did not happen before `windowEnd` (a missing occurrence never
  * arrives). Occurrences skipped by their misfire policy are not waited for.
  */
@@ -281,9 +282,11 @@ export function recoveryMs(
   // prefixMax[i]: latest arrival among the first i occurrences (by schedule); prefixLate[i]: how many of them were late.
   const prefixMax = [0];
   const prefixLate = [0];
+  const prefixMissing = [0];
   for (const o of occ) {
     prefixMax.push(Math.max(prefixMax[prefixMax.length - 1]!, o.a));
     prefixLate.push(prefixLate[prefixLate.length - 1]! + (o.a - o.s > thresholdMs ? 1 : 0));
+    prefixMissing.push(prefixMissing[prefixMissing.length - 1]! + (Number.isFinite(o.a) ? 0 : 1));
   }
   const scheds = occ.map((o) => o.s);
   const firstAtOrAfter = (x: number) => {
@@ -317,6 +320,8 @@ export function recoveryMs(
     const hi = firstAfter(r + holdMs);
     const late = prefixLate[hi]! - prefixLate[lo]!;
     if (late > Math.floor(spareShare * (hi - lo))) continue;
+    // The spare share is for fires the box slowed down, not for lost ones.
+    if (prefixMissing[hi]! > prefixMissing[lo]!) continue;
     return r - from;
   }
   return undefined;

@@ -88,6 +88,8 @@ export class Run {
   windowEnd: number | undefined;
   /** When the first fault began: the baseline is what came due before it. */
   faultAt: number | undefined;
+  /** How long a scenario measures the steady state before its first fault. */
+  readonly baselineMs: number;
   /** Occurrences (by job id) the oracle must leave out, e.g. a poison job's own. */
   readonly excludedJobs = new Set<string>();
 
@@ -97,7 +99,9 @@ export class Run {
     readonly workload: Workload,
     /** Start of the measurement window: occurrences from here on are judged. */
     readonly from: number,
-  ) {}
+  ) {
+    this.baselineMs = ctx.short ? 6_000 : 10_000;
+  }
 
   get log(): Log {
     return this.ctx.log;
@@ -137,12 +141,12 @@ export interface ScenarioSetup {
   readonly deployment: Omit<DeploymentOptions, 'label'>;
   /** Workload overrides (the default is the issue's mix at ~50 fires/s over two tenants). */
   readonly workload?: Partial<WorkloadSpec>;
-  /** Warm-up before the window opens (the groups settle, the JIT warms). */
-  readonly warmupMs: number;
+  /** Warm-up before the window opens (the groups settle, the JIT warms); default 10 s, 5 s short. */
+  readonly warmupMs?: number;
   /** How long one-shots keep coming after the window opens (cover the whole scenario). */
   readonly plannedMs: number;
-  /** Longest wait for retries and late fires after the window closes. */
-  readonly drainCapMs: number;
+  /** Longest wait for retries and late fires after the window closes; default 90 s, 45 s short. */
+  readonly drainCapMs?: number;
 }
 
 /** The workload every scenario runs unless it says otherwise. */
@@ -183,7 +187,9 @@ export async function runScenario(
   try {
     d = await Deployment.start(ctx.stack, { label: setup.name, ...setup.deployment }, ctx.runDir, ctx.log);
     const start = Date.now() + 3_000;
-    const from = start + setup.warmupMs;
+    const warmupMs = setup.warmupMs ?? (ctx.short ? 5_000 : 10_000);
+    const drainCapMs = setup.drainCapMs ?? (ctx.short ? 45_000 : 90_000);
+    const from = start + warmupMs;
     const spec = { ...defaultWorkload(setup.name, start, from + setup.plannedMs), ...setup.workload };
     const workload = Workload.plan(spec, d.config.shardCount);
     await d.seed(workload);
@@ -194,14 +200,14 @@ export async function runScenario(
     await until(from);
     if (d.receiver.calls.length === 0)
       throw new Error(
-        `no webhook call arrived during the ${setup.warmupMs} ms warm-up: the deployment does not fire`,
+        `no webhook call arrived during the ${warmupMs} ms warm-up: the deployment does not fire`,
       );
     const evaluate = await body(run);
     const to = run.windowEnd ?? Date.now();
     // Occurrences still to come are not in the window; wait for the last ones to be due.
     await until(to + 500);
     const expected = workload.expected(from, to).filter((o) => !run!.excludedJobs.has(o.jobId));
-    await d.drain(expected, setup.drainCapMs);
+    await d.drain(expected, drainCapMs);
     const ledger = await readLedger(d.pool, from, to);
     const verdicts = judge(expected, ledger, d.receiver, d.partitionOf);
     const figures = figuresOf(verdicts);

@@ -61,20 +61,18 @@ export const brokerRestart: Scenario = {
   run: (ctx) => {
     // The broker's controlled shutdown (2-8 s) and its JVM start (15-30 s here) are part of the outage.
     const pauseMs = ctx.short ? 2_000 : 8_000;
-    const observeMs = ctx.short ? 30_000 : 40_000;
+    const observeMs = ctx.short ? 20_000 : 40_000;
     return runScenario(
       ctx,
       {
         name: 'broker-restart',
         title: brokerRestart.title,
         deployment: { schedulers: 2, executors: 2 },
-        warmupMs: 10_000,
         plannedMs: 10_000 + pauseMs + 30_000 + observeMs,
-        drainCapMs: 90_000,
       },
       async (run) => {
         const kafka = run.d.stack.kafka;
-        await sleep(10_000);
+        await sleep(run.baselineMs);
         const down = run.fault('broker: SIGTERM (controlled shutdown)');
         await kafka.stop('SIGTERM');
         run.mark('broker exited');

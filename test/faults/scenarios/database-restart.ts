@@ -20,22 +20,20 @@ export const databaseRestart: Scenario = {
   bound: `one effect per webhook-id unless the call was cut; recovery ≤ ${RECOVERY_BOUND_MS / 1000} s after the database is back; nothing lost or early`,
   run: (ctx) => {
     const restarts = ctx.short ? 1 : 2;
-    const observeMs = ctx.short ? 35_000 : 45_000;
+    const observeMs = ctx.short ? 25_000 : 45_000;
     return runScenario(
       ctx,
       {
         name: 'database-restart',
         title: databaseRestart.title,
         deployment: { schedulers: 2, executors: 2, behaviour: { ...STEADY, slowShare: 0.1, slowMs: 2_000 } },
-        warmupMs: 10_000,
         plannedMs: 10_000 + restarts * (DOWN_MS + observeMs) + 10_000,
-        drainCapMs: 90_000,
       },
       async (run) => {
         const { d } = run;
         const pg = d.stack.postgres;
         const faults: { down: number; back: number; inFlight: number }[] = [];
-        await sleep(10_000); // baseline
+        await sleep(run.baselineMs); // baseline
         for (let i = 1; i <= restarts; i++) {
           // Stop when calls are in flight (there nearly always are: 10% take 2 s).
           await waitUpTo(
@@ -44,10 +42,11 @@ export const databaseRestart: Scenario = {
             20,
           );
           const inFlight = d.receiver.calls.filter((c) => c.outcome === 'pending').length;
-          await pg.stopImmediate();
           const down = run.fault(
-            `restart ${i}: PostgreSQL stopped (immediate mode) with ${inFlight} webhook calls in flight`,
+            `restart ${i}: stopping PostgreSQL (immediate mode) with ${inFlight} webhook calls in flight`,
           );
+          await pg.stopImmediate();
+          run.mark(`restart ${i}: PostgreSQL stopped`);
           await sleep(DOWN_MS);
           await pg.start();
           const back = run.mark(

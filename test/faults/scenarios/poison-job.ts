@@ -101,22 +101,20 @@ export const poisonJob: Scenario = {
   title: "one tenant's bad jobs (REST, gRPC, Kafka command, SQL) on the shard of another tenant's jobs",
   bound: `the other tenants' fires on that shard: none lost, p99 lateness ≤ the other shards' p99 + ${P99_MARGIN_MS} ms; nothing lost or early anywhere`,
   run: (ctx) => {
-    const observeMs = ctx.short ? 25_000 : 40_000;
+    const observeMs = ctx.short ? 20_000 : 40_000;
     return runScenario(
       ctx,
       {
         name: 'poison-job',
         title: poisonJob.title,
         deployment: { schedulers: 2, executors: 2, apiTenants: TENANTS },
-        warmupMs: 10_000,
         plannedMs: 10_000 + observeMs + 20_000,
-        drainCapMs: 90_000,
       },
       async (run) => {
         const { d } = run;
         const shard = run.workload.jobs[0]!.shard;
         const hook = d.receiver.url();
-        await sleep(10_000);
+        await sleep(run.baselineMs);
         const poisonedAt = run.fault(`mallory creates bad jobs on shard ${shard}`);
         const attempts: Attempt[] = [];
 

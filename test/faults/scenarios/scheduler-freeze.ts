@@ -22,21 +22,19 @@ export const schedulerFreeze: Scenario = {
   title: 'scheduler SIGSTOP past the idle-in-transaction timeout, then SIGCONT, several rounds',
   bound: `the frozen scheduler stays alive and claims again within ${CLAIMS_AGAIN_MS / 1000} s of SIGCONT in every round; nothing lost or early; no duplicate ledger success (lateness and recovery reported)`,
   run: (ctx) => {
-    const rounds = ctx.short ? 3 : 6;
+    const rounds = ctx.short ? 2 : 6;
     return runScenario(
       ctx,
       {
         name: 'scheduler-freeze',
         title: schedulerFreeze.title,
         deployment: { schedulers: 2, executors: 2 },
-        warmupMs: 10_000,
         plannedMs: rounds * (FREEZE_MS + 20_000) + 30_000,
-        drainCapMs: 90_000,
       },
       async (run) => {
         const { d } = run;
         const roundLog: Record<string, unknown>[] = [];
-        await sleep(10_000); // a baseline before the first freeze
+        await sleep(run.baselineMs); // a baseline before the first freeze
         for (let round = 1; round <= rounds; round++) {
           let victim = d.schedulers[0]!;
           // Aim the freeze at an open transaction of the victim (up to 3 s of looking), else freeze anyway.

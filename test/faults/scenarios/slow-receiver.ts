@@ -20,20 +20,18 @@ export const slowReceiver: Scenario = {
   title: 'slow receiver: every call of 10% of the jobs takes 2 s',
   bound: `the other jobs' p99 lateness < ${P99_BOUND_MS} ms; nothing lost or early`,
   run: (ctx) => {
-    const windowMs = ctx.short ? 30_000 : 60_000;
+    const windowMs = ctx.short ? 20_000 : 60_000;
     return runScenario(
       ctx,
       {
         name: 'slow-receiver',
         title: slowReceiver.title,
         deployment: { schedulers: 2, executors: 2 },
-        warmupMs: 10_000,
         plannedMs: windowMs + 20_000,
-        drainCapMs: 90_000,
       },
       async (run) => {
         const slowJobs = new Set(run.workload.jobs.map((j) => j.jobId).filter(isSlowJob));
-        await sleep(10_000); // baseline: every call answered at once
+        await sleep(run.baselineMs); // baseline: every call answered at once
         run.d.receiver.behaviour = { ...STEADY, slowJobs, slowMs: SLOW_MS };
         const slowFrom = run.fault(
           `receiver slow (${SLOW_MS} ms) for ${slowJobs.size} of ${run.workload.jobs.length} jobs`,
