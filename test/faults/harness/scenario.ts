@@ -9,9 +9,19 @@ import { join } from 'node:path';
 import type { ExitRecord } from './apps';
 import { Deployment, type DeploymentOptions, type Mark } from './deployment';
 import type { Log } from './log';
-import { figuresOf, judge, readLedger, RECOVERY, type Figures, type Ledger, type Verdict } from './oracle';
+import {
+  figuresOf,
+  judge,
+  quantile,
+  readLedger,
+  RECOVERY,
+  type Figures,
+  type Ledger,
+  type Verdict,
+} from './oracle';
 import type { PrivateStack } from './private-stack';
-import { until } from './wait';
+import type { RecordingReceiver } from './receiver';
+import { until, waitUpTo } from './wait';
 import { Workload, type Occurrence, type WorkloadSpec } from './workload';
 
 export interface ScenarioContext {
@@ -166,6 +176,21 @@ export function defaultWorkload(prefix: string, start: number, until: number): W
 
 const iso = (t: number) => new Date(t).toISOString();
 const BASELINE_MARGIN_MS = 3_000;
+/** After the warm-up, how long the window may wait for fires to arrive on time. */
+const STEADY_WAIT_MS = 30_000;
+
+/** Did 90% of the first attempts that arrived in the last 2 s arrive within 1 s of their time? */
+function isSteady(receiver: RecordingReceiver): boolean {
+  const since = Date.now() - 2_000;
+  const late: number[] = [];
+  for (let i = receiver.calls.length - 1; i >= 0; i--) {
+    const c = receiver.calls[i]!;
+    if (c.receivedAt < since) break;
+    if (c.attempt === 1) late.push(c.receivedAt - c.scheduledFor);
+  }
+  return late.length >= 20 && quantile(late, 0.9) <= 1_000;
+}
+
 const fmt = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 
 /**
@@ -189,19 +214,25 @@ export async function runScenario(
     const start = Date.now() + 3_000;
     const warmupMs = setup.warmupMs ?? (ctx.short ? 5_000 : 10_000);
     const drainCapMs = setup.drainCapMs ?? (ctx.short ? 45_000 : 90_000);
-    const from = start + warmupMs;
-    const spec = { ...defaultWorkload(setup.name, start, from + setup.plannedMs), ...setup.workload };
+    // One-shots cover the longest the window can start late (STEADY_WAIT_MS) and the scenario.
+    const oneShotsUntil = start + warmupMs + STEADY_WAIT_MS + setup.plannedMs;
+    const spec = { ...defaultWorkload(setup.name, start, oneShotsUntil), ...setup.workload };
     const workload = Workload.plan(spec, d.config.shardCount);
     await d.seed(workload);
-    ctx.log(
-      `workload stored: ${workload.jobs.length} jobs, ~${workload.ratePerSec.toFixed(0)} fires/s; window opens ${iso(from)}`,
-    );
-    run = new Run(ctx, d, workload, from);
-    await until(from);
+    ctx.log(`workload stored: ${workload.jobs.length} jobs, ~${workload.ratePerSec.toFixed(0)} fires/s`);
+    await until(start + warmupMs);
     if (d.receiver.calls.length === 0)
       throw new Error(
         `no webhook call arrived during the ${warmupMs} ms warm-up: the deployment does not fire`,
       );
+    // The window opens once fires arrive on time (groups settled after the start), or after STEADY_WAIT_MS.
+    const receiver = d.receiver;
+    const steady = await waitUpTo(() => (isSteady(receiver) ? true : undefined), STEADY_WAIT_MS, 250);
+    const from = Date.now();
+    ctx.log(
+      `window opens ${iso(from)}${steady ? '' : ` (fires still not on time after ${STEADY_WAIT_MS / 1000} s more: the box is loaded)`}`,
+    );
+    run = new Run(ctx, d, workload, from);
     const evaluate = await body(run);
     const to = run.windowEnd ?? Date.now();
     // Occurrences still to come are not in the window; wait for the last ones to be due.
