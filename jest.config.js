@@ -15,7 +15,12 @@ module.exports = {
     {
       ...common,
       displayName: 'unit',
-      testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/apps/**/*.spec.ts'],
+      testMatch: [
+        '<rootDir>/libs/**/*.spec.ts',
+        '<rootDir>/apps/**/*.spec.ts',
+        // The fault suite's oracle (its scenarios run with npm run test:faults, not jest).
+        '<rootDir>/test/faults/**/*.spec.ts',
+      ],
     },
     {
       ...common,
