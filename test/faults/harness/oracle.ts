@@ -272,7 +272,11 @@ export function recoveryMs(
   from: number,
   since: number,
   windowEnd: number,
-  { thresholdMs, holdMs, spareShare } = RECOVERY,
+  {
+    thresholdMs,
+    holdMs,
+    spareShare,
+  }: Pick<typeof RECOVERY, 'thresholdMs' | 'holdMs' | 'spareShare'> = RECOVERY,
 ): number | undefined {
   const occ = verdicts
     .filter((v) => v.scheduled >= since && !(v.skippedReason && !v.delivered))
