@@ -15,16 +15,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import {
-  closeSync,
-  cpSync,
-  existsSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 // eslint-disable-next-line no-restricted-imports -- the harness probes the broker from outside, as an operator would
@@ -52,8 +43,13 @@ function run(
   });
 }
 
-async function runOrThrow(what: string, cmd: string, args: readonly string[]): Promise<string> {
-  const { code, output } = await run(cmd, args);
+async function runOrThrow(
+  what: string,
+  cmd: string,
+  args: readonly string[],
+  opts: { cwd?: string } = {},
+): Promise<string> {
+  const { code, output } = await run(cmd, args, opts);
   if (code !== 0)
     throw new Error(`${what} failed (exit ${code}):\n${output.trim().split('\n').slice(-15).join('\n')}`);
   return output;
@@ -109,7 +105,8 @@ export class PrivatePostgres {
       const copy = join(tmpdir(), 'tickwork-faults-postgres-native');
       if (!existsSync(join(copy, 'bin', 'pg_ctl'))) {
         rmSync(copy, { recursive: true, force: true });
-        cpSync(this.native, copy, { recursive: true });
+        // -L: the package's library links point into the checkout.
+        await runOrThrow('cp', 'cp', ['-rL', this.native, copy]);
         await runOrThrow('chmod', 'chmod', ['-R', 'a+rX', copy]);
       }
       this.native = copy;
@@ -129,7 +126,7 @@ export class PrivatePostgres {
   private asOwner(binary: string, args: readonly string[]): Promise<string> {
     const path = join(this.bin, binary);
     return isRoot()
-      ? runOrThrow(binary, 'runuser', ['-u', this.owner, '--', path, ...args])
+      ? runOrThrow(binary, 'runuser', ['-u', this.owner, '--', path, ...args], { cwd: tmpdir() })
       : runOrThrow(binary, path, args);
   }
 
