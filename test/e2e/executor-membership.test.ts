@@ -28,11 +28,15 @@ describe('executor membership changes', () => {
   /** A job id per fires partition (the fires topic is keyed by job id, partitioned like shards). */
   const jobOfPartition: string[] = [];
 
-  const startExecutor = async (): Promise<AppProcess> => {
+  const startExecutor = async (memberName?: string): Promise<AppProcess> => {
     // Default session timeout and drain: only what a test needs besides them.
     const app = startApp(
       'executor',
-      db.iso.env({ TICKWORK_WEBHOOK_ALLOW: '127.0.0.1', TICKWORK_RETRY_TIERS: '1s,4s' }),
+      db.iso.env({
+        TICKWORK_WEBHOOK_ALLOW: '127.0.0.1',
+        TICKWORK_RETRY_TIERS: '1s,4s',
+        ...(memberName ? { TICKWORK_EXECUTOR_MEMBER_NAME: memberName } : {}),
+      }),
       await freePort(),
     );
     executors.push(app);
@@ -46,6 +50,10 @@ describe('executor membership changes', () => {
     const m = /assigned fires partitions \[([\d, ]*)\]/.exec(lines[lines.length - 1] ?? '');
     return m?.[1] ? m[1].split(',').map((s) => Number(s.trim())) : [];
   };
+
+  /** How many assignments an executor has received so far (one per rebalance it took part in). */
+  const assignmentsOf = (app: AppProcess): number =>
+    app.output.filter((l) => l.includes('assigned fires partitions')).length;
 
   /** When each fire's first call reached the receiver. */
   const arrivals = (): Map<string, number> => {
@@ -197,4 +205,43 @@ describe('executor membership changes', () => {
       .map((c) => String(c.headers['webhook-id']));
     expect(slowCalls.sort()).toEqual([...slowIds].sort());
   }, 120_000);
+
+  it('static members: an executor killed and restarted under its name takes its partitions back with no rebalance, the other never stops', async () => {
+    // Replace the dynamic members by two named ones (TICKWORK_EXECUTOR_MEMBER_NAME).
+    await Promise.all(executors.map((e) => e.stop()));
+    executors = [];
+    await startExecutor('member-a');
+    const survivor = await startExecutor('member-b');
+    await eventually(
+      'the partitions split between the two named executors',
+      () => (executors.every((e) => partitionsOf(e).length > 0) ? true : undefined),
+      60_000,
+    );
+    await lateness(await stream(2_000, '4'));
+    const victim = executors[0]!;
+    const survivorPartitions = new Set(partitionsOf(survivor));
+    const victimPartitions = partitionsOf(victim);
+    const survivorAssignments = assignmentsOf(survivor);
+    const during = stream(15_000, '5');
+    await new Promise((r) => setTimeout(r, 1_000));
+    await victim.kill();
+    executors = executors.filter((e) => e !== victim);
+    const restarted = await startExecutor('member-a');
+    const late = await lateness(await during);
+
+    // The coordinator handed the restarted member its old place: the same partitions, and the
+    // survivor was never asked to rejoin (a dynamic member's restart rebalances the whole group).
+    await eventually(
+      'the restarted member assigned',
+      () => (partitionsOf(restarted).length ? true : undefined),
+      30_000,
+    );
+    expect(partitionsOf(restarted)).toEqual(victimPartitions);
+    expect(assignmentsOf(survivor)).toBe(survivorAssignments);
+    const onSurvivor = late.filter((l) => survivorPartitions.has(l.fire.partition));
+    const moved = late.filter((l) => !survivorPartitions.has(l.fire.partition));
+    expect(maxOf(onSurvivor)).toBeLessThan(1_000);
+    // The victim's partitions wait only for the restart (no session timeout), within the bound.
+    expect(maxOf(moved)).toBeLessThanOrEqual(11_000);
+  }, 180_000);
 });

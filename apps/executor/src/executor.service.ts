@@ -248,6 +248,9 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
       partitionsConsumedConcurrently: 1,
       // Fetch on past slow fires; only what the flow marks done is committed (PartitionFlow).
       fetchAhead: true,
+      // Static membership when named (docs/executor.md): a restart takes its partitions back
+      // without a rebalance that would stop every other executor for the dead one's session.
+      ...(x.memberName !== undefined ? { staticMemberName: x.memberName } : {}),
     };
     const flowOptions = { maxHeldBytes: x.heldBytesPerPartition };
     this.firesConsumer = await this.startupRetry('joining the fires topic', () =>

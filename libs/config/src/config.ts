@@ -72,6 +72,12 @@ export interface TickworkConfig {
     readonly webhookSecrets: Readonly<Record<string, readonly string[]>>;
     /** Kafka session timeout of the executor's consumers: how soon a dead executor's partitions move. */
     readonly sessionTimeoutMs: number;
+    /**
+     * This executor's name in its consumer groups (Kafka static membership), stable across its
+     * restarts: restarted within the session timeout it takes its partitions back without stopping
+     * the other executors. Unset = a dynamic member (every join and death rebalances the group).
+     */
+    readonly memberName: string | undefined;
     /** Bytes fetched per partition at a time. */
     readonly fetchBytesPerPartition: number;
     /**
@@ -179,6 +185,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       webhookAllowList: allowList(r),
       webhookSecrets: webhookSecrets(r),
       sessionTimeoutMs: r.int('TICKWORK_EXECUTOR_SESSION_TIMEOUT_MS', 6_000, 6_000, 300_000),
+      memberName: memberName(r, 'TICKWORK_EXECUTOR_MEMBER_NAME'),
       fetchBytesPerPartition: r.int('TICKWORK_EXECUTOR_FETCH_BYTES', 256 * 1024, 1_024, 64 * 1024 * 1024),
       heldBytesPerPartition: r.int('TICKWORK_EXECUTOR_HELD_BYTES', 2 * 1024 * 1024, 1_024, 1024 ** 3),
       drainMs: r.int('TICKWORK_EXECUTOR_DRAIN_MS', 10_000, 0, 600_000),
@@ -287,4 +294,14 @@ function deepFreeze<T>(o: T): T {
     Object.freeze(o);
   }
   return o;
+}
+
+/** A Kafka group.instance.id: up to 249 of the characters Kafka allows in names. */
+function memberName(r: EnvReader, name: string): string | undefined {
+  const v = r.optionalString(name);
+  if (v !== undefined && !/^[a-zA-Z0-9._-]{1,249}$/.test(v)) {
+    r.problems.push(`${name} must be 1-249 characters of a-z, A-Z, 0-9, '.', '_' and '-' (got "${v}")`);
+    return undefined;
+  }
+  return v;
 }

@@ -23,6 +23,15 @@ describe('executor configuration', () => {
     expect(x.runPurgeIntervalMs).toBe(60_000);
     expect(x.drainMs).toBe(10_000);
     expect(x.heldBytesPerPartition).toBe(2 * 1024 * 1024);
+    expect(x.memberName).toBeUndefined();
+  });
+
+  it('takes a static member name Kafka accepts, and refuses one it would not', () => {
+    expect(loadConfig({ TICKWORK_EXECUTOR_MEMBER_NAME: 'executor-0.prod_eu' }).executor.memberName).toBe(
+      'executor-0.prod_eu',
+    );
+    expect(problems({ TICKWORK_EXECUTOR_MEMBER_NAME: 'exec 1' })).toContain('TICKWORK_EXECUTOR_MEMBER_NAME');
+    expect(problems({ TICKWORK_EXECUTOR_MEMBER_NAME: 'x'.repeat(250) })).toContain('1-249 characters');
   });
 
   it('wants a partition to hold at least one fetch', () => {

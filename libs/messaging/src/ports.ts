@@ -84,6 +84,12 @@ export interface ConsumerOptions {
    * processed: a partition is fetched again only from there.
    */
   readonly fetchAhead?: boolean;
+  /**
+   * Joins as a static member under this name (Kafka's `group.instance.id`), stable across
+   * restarts: a member that comes back under its name within the session timeout gets its
+   * partitions back without a rebalance. Unique per group; unset = a dynamic member.
+   */
+  readonly staticMemberName?: string;
 }
 
 export interface MessageConsumer {

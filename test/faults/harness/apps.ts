@@ -82,6 +82,8 @@ export class FaultApp {
         ...env,
         [PORT_VARIABLE[name]]: String(port),
         TICKWORK_INSTANCE_ID: id,
+        // An executor restarted on its port is the same static group member (docs/executor.md).
+        ...(name === 'executor' ? { TICKWORK_EXECUTOR_MEMBER_NAME: id } : {}),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

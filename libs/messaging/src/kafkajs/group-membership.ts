@@ -64,3 +64,125 @@ export function keepGroupMembersAcrossRestarts(): void {
     throw new Error('kafkajs ConsumerGroup lacks connect/joinAndSync/leave: review group-membership.ts');
   keepMemberIdAcrossRestarts(p as GroupMethods);
 }
+
+/**
+ * Static group membership (KIP-345) for kafkajs, which has the protocol fields but never sends them.
+ *
+ * A member that joins with a `group.instance.id` the coordinator already knows takes over the old
+ * member's place and assignment without a rebalance: an executor killed and started again under
+ * the same name gets its partitions back and the survivors never stop. Without it, the restarted
+ * process is a new member, and the rebalance it starts waits for the dead member's session to time
+ * out while every survivor has given up its partitions.
+ */
+
+interface ProtocolRequest {
+  readonly request: { readonly apiVersion: number };
+}
+interface BrokerInternals {
+  lookupRequest(apiKey: number, definition: unknown): (args: Record<string, unknown>) => ProtocolRequest;
+}
+interface JoinGroupArgs {
+  groupId: string;
+  sessionTimeout: number;
+  rebalanceTimeout: number;
+  memberId?: string;
+  protocolType?: string;
+  groupProtocols: unknown;
+}
+interface BrokerMethods {
+  joinGroup(this: BrokerInternals, args: JoinGroupArgs): Promise<unknown>;
+  leaveGroup(this: BrokerInternals, args: { groupId: string; memberId: string }): Promise<unknown>;
+}
+
+/** The static member name of each group this process joins as a static member. */
+const staticMembers = new Map<string, string>();
+
+/** Kafka's rule for a group.instance.id (as for topic names): what the coordinator accepts. */
+const INSTANCE_ID = /^[a-zA-Z0-9._-]{1,249}$/;
+
+/** Joins `groupId` from now on as the static member `instanceId` (one consumer per group per process). */
+export function useStaticMembership(groupId: string, instanceId: string): void {
+  if (!INSTANCE_ID.test(instanceId))
+    throw new Error(
+      `group instance id "${instanceId}" must be 1-249 characters of a-z, A-Z, 0-9, '.', '_', '-'`,
+    );
+  const held = staticMembers.get(groupId);
+  if (held !== undefined && held !== instanceId)
+    throw new Error(`group ${groupId} is already joined as static member ${held} in this process`);
+  staticMembers.set(groupId, instanceId);
+}
+
+/** The static member name this process uses in `groupId`, if any. */
+export function staticMemberOf(groupId: string): string | undefined {
+  return staticMembers.get(groupId);
+}
+
+/** Wraps the broker's JoinGroup and LeaveGroup so they carry the group's static member name. */
+export function sendGroupInstanceIds(
+  proto: BrokerMethods,
+  send: (broker: BrokerInternals, request: ProtocolRequest) => Promise<unknown>,
+  definitions: { joinGroup: [number, unknown]; leaveGroup: [number, unknown] },
+): void {
+  const { joinGroup, leaveGroup } = proto;
+  proto.joinGroup = async function (this: BrokerInternals, args: JoinGroupArgs) {
+    const groupInstanceId = staticMembers.get(args.groupId);
+    if (groupInstanceId === undefined) return joinGroup.call(this, args);
+    const build = this.lookupRequest(...definitions.joinGroup);
+    const request = (memberId: string): ProtocolRequest => {
+      const r = build({ ...args, protocolType: args.protocolType ?? 'consumer', memberId, groupInstanceId });
+      if (r.request.apiVersion < 5)
+        throw new Error(
+          `the broker offers JoinGroup v${r.request.apiVersion}: static membership needs v5 (Kafka 2.3+)`,
+        );
+      return r;
+    };
+    try {
+      return await send(this, request(args.memberId ?? ''));
+    } catch (e) {
+      // As kafkajs itself does: a broker that wants a member id first names one in the error.
+      const err = e as { name?: string; memberId?: string };
+      if (err.name === 'KafkaJSMemberIdRequired' && err.memberId) return send(this, request(err.memberId));
+      throw e;
+    }
+  };
+  proto.leaveGroup = async function (this: BrokerInternals, args: { groupId: string; memberId: string }) {
+    const groupInstanceId = staticMembers.get(args.groupId);
+    if (groupInstanceId === undefined) return leaveGroup.call(this, args);
+    // LeaveGroup v3+ names the static member: the coordinator removes it and rebalances at once
+    // (a graceful stop moves the partitions now instead of after the session timeout).
+    return send(this, this.lookupRequest(...definitions.leaveGroup)({ ...args, groupInstanceId }));
+  };
+}
+
+let brokersPatched = false;
+
+/** Installs the static-membership fields on kafkajs's Broker, once per process. */
+export function installStaticMembership(): void {
+  if (brokersPatched) return;
+  brokersPatched = true;
+  /* eslint-disable @typescript-eslint/no-require-imports -- deep imports: kafkajs does not export these */
+  const Broker = require('kafkajs/src/broker') as { prototype: BrokerMethods & Record<symbol, unknown> };
+  const { requests } = require('kafkajs/src/protocol/requests') as { requests: Record<string, unknown> };
+  const apiKeys = require('kafkajs/src/protocol/requests/apiKeys') as Record<string, number>;
+  /* eslint-enable @typescript-eslint/no-require-imports */
+  const sendSymbol = Object.getOwnPropertySymbols(Broker.prototype).find(
+    (s) => s.description === 'private:Broker:sendRequest',
+  );
+  const joinKey = apiKeys.JoinGroup;
+  const leaveKey = apiKeys.LeaveGroup;
+  if (
+    !sendSymbol ||
+    joinKey === undefined ||
+    leaveKey === undefined ||
+    !requests.JoinGroup ||
+    !requests.LeaveGroup
+  )
+    throw new Error(
+      'kafkajs Broker internals changed (sendRequest / JoinGroup / LeaveGroup): review group-membership.ts',
+    );
+  const sendRequest = Broker.prototype[sendSymbol] as (this: unknown, r: ProtocolRequest) => Promise<unknown>;
+  sendGroupInstanceIds(Broker.prototype, (broker, r) => sendRequest.call(broker, r), {
+    joinGroup: [joinKey, requests.JoinGroup],
+    leaveGroup: [leaveKey, requests.LeaveGroup],
+  });
+}

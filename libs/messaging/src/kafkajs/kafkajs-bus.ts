@@ -35,7 +35,11 @@ import { sizeRecordBuffers } from './record-encoding';
 import { fixIdleRequestQueueLoop } from './request-queue-idle';
 import { chunkSend, MAX_REQUEST_RECORD_BYTES } from './send-chunks';
 import { setPausedFetchWait, usePausedFetchWait } from './fetch-wait';
-import { keepGroupMembersAcrossRestarts } from './group-membership';
+import {
+  installStaticMembership,
+  keepGroupMembersAcrossRestarts,
+  useStaticMembership,
+} from './group-membership';
 
 export interface KafkaConnection {
   readonly brokers: readonly string[];
@@ -74,6 +78,7 @@ export function createKafkaBus(conn: KafkaConnection, log?: BusLogger): MessageB
   fixIdleRequestQueueLoop();
   usePausedFetchWait();
   keepGroupMembersAcrossRestarts();
+  installStaticMembership();
   sizeRecordBuffers();
   leanProduceRequests();
   const config: KafkajsConfig = {
@@ -122,6 +127,7 @@ class KafkajsBus implements MessageBus {
       retry: { initialRetryTime: 100, maxRetryTime: CLIENT_MAX_RETRY_MS, retries: CONSUMER_RETRIES },
     });
     if (opts.pausedMaxWaitTimeMs !== undefined) setPausedFetchWait(opts.groupId, opts.pausedMaxWaitTimeMs);
+    if (opts.staticMemberName !== undefined) useStaticMembership(opts.groupId, opts.staticMemberName);
     await consumer.connect();
     for (const topic of opts.topics)
       await consumer.subscribe({ topic, fromBeginning: opts.fromBeginning ?? true });
