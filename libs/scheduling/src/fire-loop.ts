@@ -79,6 +79,13 @@ export class FireLoop {
   private readonly publishingBatches = new Set<number>();
   /** This lane's claimed fires on their way to the release (being encoded), not yet in its count. */
   private awaitingHold = 0;
+  /**
+   * Fires this lane claimed whose publish failed (Kafka down), whole batches in claim order. They
+   * are sent again before the lane claims anything new: after an outage the backlog goes out
+   * oldest first and at once, not after the relay age, and a lane that cannot publish stops
+   * claiming instead of filling the outbox. Their batches stay in `publishingBatches`.
+   */
+  private unsent: ClaimedFire[] = [];
   /** The last claim filled its batch: claim again at once, probing only this lane's shards. */
   private followUp = false;
   private readonly dueProbe: SharedDueProbe;
@@ -145,6 +152,7 @@ export class FireLoop {
   async tick(): Promise<number> {
     const lane = this.opts.lane;
     const shards = this.ownership.claimable().filter((s) => !lane || s.shard % lane.count === lane.index);
+    if (this.unsent.length > 0) await this.sendUnsent(new Set(shards.map((s) => s.shard)));
     if (shards.length === 0) return 0;
     let probe: DueProbe | undefined;
     if (!this.followUp) {
@@ -215,15 +223,45 @@ export class FireLoop {
       if (this.opts.lookaheadMs === 0) while (this.publishing.size >= 1) await Promise.race(this.publishing);
       const batches = new Set(result.fires.map((f) => f.batchId));
       for (const b of batches) this.publishingBatches.add(b);
+      // The batch before failed meanwhile: this one goes out after it, with the next tick's resend.
+      if (this.unsent.length > 0) {
+        this.unsent.push(...result.fires);
+        return result.saturated ? this.opts.batchSize : result.scanned;
+      }
       const publishing: Promise<void> = this.enqueue(result.fires, false)
-        .catch((e: unknown) => this.events.onError?.(e as Error))
-        .finally(() => {
-          this.publishing.delete(publishing);
-          for (const b of batches) this.publishingBatches.delete(b);
-        });
+        .then(
+          () => {
+            for (const b of batches) this.publishingBatches.delete(b);
+          },
+          (e: unknown) => {
+            // Kept, with their batches still excluded from the relay, for the next tick to send.
+            this.unsent.push(...result.fires);
+            this.events.onError?.(e as Error);
+          },
+        )
+        .finally(() => this.publishing.delete(publishing));
       this.publishing.add(publishing);
     }
     return result.saturated ? this.opts.batchSize : result.scanned;
+  }
+
+  /**
+   * Sends the fires whose publish failed, in due order, and returns once they are out; throws
+   * (the tick ends) while Kafka still refuses them. Batches with a shard this lane no longer holds
+   * are dropped whole (a batch is confirmed whole): the shard's new owner relays them.
+   */
+  private async sendUnsent(held: ReadonlySet<number>): Promise<void> {
+    // Publishes in flight that fail now join the list: wait for them, so nothing overtakes them.
+    await Promise.all(this.publishing);
+    const lost = new Set(this.unsent.filter((f) => !held.has(f.shard)).map((f) => f.batchId));
+    const keep = this.unsent.filter((f) => !lost.has(f.batchId));
+    for (const b of lost) this.publishingBatches.delete(b);
+    this.unsent = keep;
+    if (keep.length === 0) return;
+    const sorted = [...keep].sort((a, b) => a.event.scheduledFor.getTime() - b.event.scheduledFor.getTime());
+    await this.enqueue(sorted, false);
+    this.unsent = [];
+    for (const b of new Set(keep.map((f) => f.batchId))) this.publishingBatches.delete(b);
   }
 
   private async enqueue(fires: readonly ClaimedFire[], relayed: boolean): Promise<void> {

@@ -30,6 +30,7 @@ import type {
   TopicSpec,
 } from '../ports';
 import { javaCompatiblePartitioner } from './partitioner';
+import { ProducerSession } from './producer-session';
 import { leanProduceRequests } from './produce-request';
 import { sizeRecordBuffers } from './record-encoding';
 import { fixIdleRequestQueueLoop } from './request-queue-idle';
@@ -98,22 +99,31 @@ export function createKafkaBus(conn: KafkaConnection, log?: BusLogger): MessageB
     // then slept up to 30 s after the broker was back. Capped at 1 s, recovery follows the broker.
     retry: { initialRetryTime: 100, maxRetryTime: CLIENT_MAX_RETRY_MS, retries: 8 },
   };
-  return new KafkajsBus(new Kafka(config));
+  return new KafkajsBus(new Kafka(config), log);
 }
 
 class KafkajsBus implements MessageBus {
-  constructor(private readonly kafka: Kafka) {}
+  constructor(
+    private readonly kafka: Kafka,
+    private readonly log?: BusLogger,
+  ) {}
 
   async producer(opts: { idempotent?: boolean } = {}): Promise<MessageProducer> {
     const idempotent = opts.idempotent ?? true;
-    const producer = this.kafka.producer({
-      idempotent,
-      maxInFlightRequests: idempotent ? 5 : undefined,
-      allowAutoTopicCreation: false,
-      createPartitioner: javaCompatiblePartitioner,
-    });
+    const create = () =>
+      this.kafka.producer({
+        idempotent,
+        maxInFlightRequests: idempotent ? 5 : undefined,
+        allowAutoTopicCreation: false,
+        createPartitioner: javaCompatiblePartitioner,
+      });
+    const producer = create();
     await producer.connect();
-    return new KafkajsProducer(producer);
+    return new KafkajsProducer(
+      new ProducerSession(producer, create, (reason) =>
+        this.log?.('warn', `producer session renewed after the broker lost it (${reason})`, {}),
+      ),
+    );
   }
 
   async consumer(opts: ConsumerOptions): Promise<MessageConsumer> {
@@ -142,7 +152,7 @@ class KafkajsBus implements MessageBus {
 }
 
 class KafkajsProducer implements MessageProducer {
-  constructor(private readonly producer: Producer) {}
+  constructor(private readonly session: ProducerSession<Producer>) {}
 
   async send(batches: readonly { topic: string; messages: readonly OutboundMessage[] }[]): Promise<void> {
     // Our message shape is kafkajs's (string headers are valid IHeaders, and kafkajs only reads
@@ -151,12 +161,14 @@ class KafkajsProducer implements MessageProducer {
     // the broker's batch limit, and a failure leaves no later message of the send delivered.
     for (const chunk of chunkSend(batches, MAX_REQUEST_RECORD_BYTES)) {
       const topicMessages = chunk.map((b) => ({ topic: b.topic, messages: b.messages as Message[] }));
-      await this.producer.sendBatch({ topicMessages, acks: -1, compression: CompressionTypes.None });
+      await this.session.run((p) =>
+        p.sendBatch({ topicMessages, acks: -1, compression: CompressionTypes.None }),
+      );
     }
   }
 
   async disconnect(): Promise<void> {
-    await this.producer.disconnect();
+    await this.session.close();
   }
 }
 
