@@ -13,7 +13,13 @@ import {
   ShardLeaseRepository,
   type ClaimPlanner,
 } from '@tickwork/store';
-import { DEFAULT_POLICIES, targetToWire, type FireEvent, type JobDefinition } from '@tickwork/domain';
+import {
+  DEFAULT_POLICIES,
+  planDueOccurrences,
+  targetToWire,
+  type FireEvent,
+  type JobDefinition,
+} from '@tickwork/domain';
 import { testDatabase, type TestDatabase } from '../support/db';
 import { eventually } from '../support/env';
 
@@ -414,6 +420,99 @@ describe('schedule store', () => {
           AND NOT EXISTS (SELECT 1 FROM fires f WHERE f.batch_id = b.batch_id)`,
     );
     expect(batches.rows).toEqual([]);
+  });
+
+  it('claims two occurrences at one instant (dst_gap SHIFT) as two fires, the cursor keeping the second', async () => {
+    // 45 0-3 * * * in New York on 2026-03-08: 02:45 does not exist and fires at 03:45 EDT, where
+    // 03:45 also fires. Both are occurrences; the job's cursor is (next_nominal_at, next_dst_shift_ms).
+    const shared = new Date('2026-03-08T07:45:00Z');
+    const gap = 3_600_000;
+    const schedule = {
+      kind: 'cron' as const,
+      expression: '45 0-3 * * *',
+      timeZone: 'America/New_York',
+      dstGap: 'SHIFT' as const,
+      dstRepeat: 'AUTO' as const,
+      endAt: new Date('2026-03-08T08:00:00Z'),
+    };
+    const policies = { ...DEFAULT_POLICIES, misfire: 'FIRE_ALL' as const };
+    await jobs.insertJob({
+      definition: { ...definition('dst-shared'), schedule, policies },
+      shard: 71,
+      next: { nominalTime: shared, scheduledFor: shared, dstShiftMs: gap },
+    });
+    const stored = await db.pool.query(`SELECT next_dst_shift_ms FROM jobs WHERE job_id = 'dst-shared'`);
+    expect(stored.rows).toEqual([{ next_dst_shift_ms: gap }]);
+    const [l] = await leases.acquire([71], 'x', 30_000);
+    // A claim that fires only the moved 02:45 (as a lookahead reaching no further would).
+    const onlyTheFirst: ClaimPlanner = ({ job }) => ({
+      fires: [
+        { nominalTime: job.nextNominalAt!, scheduledFor: job.nextNominalAt!, dstShiftMs: job.nextDstShiftMs },
+      ],
+      skips: [],
+      next: { nominalTime: shared, scheduledFor: shared, dstShiftMs: 0 },
+    });
+    const first = await fires.claimDueJobs(
+      { owner: 'x', shards: [l!], limit: 10, lookaheadMs: 0 },
+      onlyTheFirst,
+    );
+    expect(first.fires.map((f) => f.event.fireId)).toEqual(['dst-shared:1']);
+    // The domain's planner, from the stored cursor: the 03:45 that exists, not 02:45 again, not skipped.
+    const domainPlanner: ClaimPlanner = ({ job }, now) =>
+      planDueOccurrences(job, job.nextNominalAt!, now, { maxCatchUp: 10, herdJitterMs: 0 });
+    const second = await fires.claimDueJobs(
+      { owner: 'x', shards: [l!], limit: 10, lookaheadMs: 0 },
+      domainPlanner,
+    );
+    expect(second.fires.map((f) => [f.event.fireId, f.event.nominalTime.toISOString()])).toEqual([
+      ['dst-shared:2', shared.toISOString()],
+    ]);
+    const rows = await db.pool.query(
+      `SELECT fence_token::int, nominal_time, dst_shift_ms FROM fires WHERE job_id = 'dst-shared' ORDER BY fence_token`,
+    );
+    expect(rows.rows).toEqual([
+      { fence_token: 1, nominal_time: shared, dst_shift_ms: gap },
+      { fence_token: 2, nominal_time: shared, dst_shift_ms: 0 },
+    ]);
+    const job = await db.pool.query(`SELECT status, fires_count::int FROM jobs WHERE job_id = 'dst-shared'`);
+    expect(job.rows).toEqual([{ status: 'COMPLETED', fires_count: 2 }]);
+  });
+
+  it('the domain planner claims both occurrences of one instant in one claim, each with its fence token', async () => {
+    const shared = new Date('2026-03-08T07:45:00Z');
+    const schedule = {
+      kind: 'cron' as const,
+      expression: '45 0-3 * * *',
+      timeZone: 'America/New_York',
+      dstGap: 'SHIFT' as const,
+      dstRepeat: 'AUTO' as const,
+      endAt: new Date('2026-03-08T08:00:00Z'),
+    };
+    const policies = { ...DEFAULT_POLICIES, misfire: 'FIRE_ALL' as const };
+    await jobs.insertJob({
+      definition: { ...definition('dst-both'), schedule, policies },
+      shard: 72,
+      next: { nominalTime: new Date('2026-03-08T05:45:00Z'), scheduledFor: new Date('2026-03-08T05:45:00Z') },
+    });
+    const [l] = await leases.acquire([72], 'x', 30_000);
+    const claimed = await fires.claimDueJobs(
+      { owner: 'x', shards: [l!], limit: 10, lookaheadMs: 0 },
+      ({ job }, now) => planDueOccurrences(job, job.nextNominalAt!, now, { maxCatchUp: 10, herdJitterMs: 0 }),
+    );
+    expect(claimed.fires.map((f) => [f.event.fenceToken, f.event.nominalTime.toISOString()])).toEqual([
+      [1, '2026-03-08T05:45:00.000Z'],
+      [2, '2026-03-08T06:45:00.000Z'],
+      [3, shared.toISOString()],
+      [4, shared.toISOString()],
+    ]);
+    const rows = await db.pool.query(
+      `SELECT fence_token::int, dst_shift_ms FROM fires WHERE job_id = 'dst-both' AND nominal_time = $1 ORDER BY fence_token`,
+      [shared],
+    );
+    expect(rows.rows).toEqual([
+      { fence_token: 3, dst_shift_ms: 3_600_000 },
+      { fence_token: 4, dst_shift_ms: 0 },
+    ]);
   });
 
   it('claims fairly across tenants: a tenant with a big backlog cannot starve a small one', async () => {

@@ -6,9 +6,9 @@ import { LATEST_INSTANT_MS } from './instant';
 import type { ClaimableJob } from './job';
 import {
   defaultHerdWindowMs,
-  firstFireAtOrAfter,
+  firstOccurrenceAtOrAfter,
   jitteredFireTime,
-  nextFireAfter,
+  nextOccurrencePointAfter,
   planMisfire,
   type Schedule,
 } from './schedule';
@@ -28,6 +28,11 @@ export interface PlannedOccurrence {
   readonly nominalTime: Date;
   /** nominalTime plus the job's deterministic jitter. */
   readonly scheduledFor: Date;
+  /**
+   * How far dst_gap SHIFT moved this occurrence past a DST gap (0, or absent: not moved). Two occurrences
+   * of a job may share a nominal instant (02:45 shifted onto 03:45); this tells them apart.
+   */
+  readonly dstShiftMs?: number;
 }
 
 export interface DueOccurrencePlan {
@@ -51,17 +56,21 @@ export function occurrenceAt(
   jitterMs: number,
   nominal: Date,
   herdJitterMs: number,
+  dstShiftMs = 0,
 ): PlannedOccurrence {
   const window = jitterMs > 0 ? jitterMs : defaultHerdWindowMs(schedule, nominal, herdJitterMs);
-  const scheduledFor = jitteredFireTime(jobId, nominal, window);
+  const jittered = jitteredFireTime(jobId, nominal, window);
   // Jitter never pushes a fire past the end of the instant range (it could not be stored or sent).
-  if (scheduledFor.getTime() > LATEST_INSTANT_MS) return { nominalTime: nominal, scheduledFor: nominal };
-  return { nominalTime: nominal, scheduledFor };
+  const scheduledFor = jittered.getTime() > LATEST_INSTANT_MS ? nominal : jittered;
+  return dstShiftMs === 0
+    ? { nominalTime: nominal, scheduledFor }
+    : { nominalTime: nominal, scheduledFor, dstShiftMs };
 }
 
 /**
- * Plans a due job claimed at database time `now`; its due occurrence is `nominal`. With overlap
- * FORBID and the previous fire still in flight, the due occurrences are skipped ('OVERLAP').
+ * Plans a due job claimed at database time `now`; its due occurrence is `nominal` (with the job's
+ * stored DST shift when it is the job's next_nominal_at). With overlap FORBID and the previous fire
+ * still in flight, the due occurrences are skipped ('OVERLAP').
  */
 export function planDueOccurrences(
   job: ClaimableJob,
@@ -76,26 +85,32 @@ export function planDueOccurrences(
     maxCatchUp: opts.maxCatchUp,
     lateToleranceMs: opts.lateToleranceMs ?? DEFAULT_LATE_TOLERANCE_MS,
   };
+  const nominalShiftMs = job.nextNominalAt?.getTime() === nominal.getTime() ? (job.nextDstShiftMs ?? 0) : 0;
   // Misfire policy, catch-up window and lateness apply as of `now`.
-  let plan = planMisfire(job.schedule, nominal, now, job.firesCount, rules);
+  let plan = planMisfire(job.schedule, nominal, now, job.firesCount, rules, nominalShiftMs);
   // The occurrences after `now` within the lookahead are on time: each is a fire of its own. Not
   // for FORBID jobs: whether the previous fire is still running is known only for `now`.
   const lookahead = job.policies.overlap === 'FORBID' ? 0 : (opts.lookaheadMs ?? 0);
   const horizon = new Date(now.getTime() + lookahead);
   if (lookahead > 0 && plan.nextRunAt && plan.nextRunAt.getTime() <= horizon.getTime()) {
-    const ahead = planMisfire(job.schedule, plan.nextRunAt, horizon, plan.firesSoFar, {
-      ...rules,
-      catchUpWindowMs: null,
-      lateToleranceMs: lookahead,
-    });
+    const ahead = planMisfire(
+      job.schedule,
+      plan.nextRunAt,
+      horizon,
+      plan.firesSoFar,
+      { ...rules, catchUpWindowMs: null, lateToleranceMs: lookahead },
+      plan.nextDstShiftMs,
+    );
     plan = {
       fires: [...plan.fires, ...ahead.fires],
       skipped: [...plan.skipped, ...ahead.skipped],
       nextRunAt: ahead.nextRunAt,
+      nextDstShiftMs: ahead.nextDstShiftMs,
       firesSoFar: ahead.firesSoFar,
     };
   }
-  const at = (d: Date) => occurrenceAt(job.jobId, job.schedule, job.policies.jitterMs, d, opts.herdJitterMs);
+  const at = (d: Date, dstShiftMs = 0) =>
+    occurrenceAt(job.jobId, job.schedule, job.policies.jitterMs, d, opts.herdJitterMs, dstShiftMs);
   const skips = plan.skipped.map((s) => ({
     reason: s.reason as string,
     firstNominal: s.firstNominal,
@@ -108,17 +123,17 @@ export function planDueOccurrences(
     skips.push({ reason: 'OVERLAP', firstNominal: first, lastNominal: last, occurrences: plan.fires.length });
     // The schedule moves past them as a misfire SKIP would. They are not fires, so the next
     // occurrence is computed with the fire count unchanged (max_fires is not spent on them).
-    const next = nextFireAfter(
+    const next = nextOccurrencePointAfter(
       job.schedule,
-      new Date(Math.max(last.getTime(), now.getTime())),
+      { at: Math.max(last.getTime(), now.getTime()), shiftMs: 0 },
       job.firesCount,
     );
-    return { fires: [], skips, next: next ? at(next) : null };
+    return { fires: [], skips, next: next ? at(new Date(next.at), next.shiftMs) : null };
   }
   return {
-    fires: plan.fires.map((f) => at(f.nominal)),
+    fires: plan.fires.map((f) => at(f.nominal, f.dstShiftMs)),
     skips,
-    next: plan.nextRunAt ? at(plan.nextRunAt) : null,
+    next: plan.nextRunAt ? at(plan.nextRunAt, plan.nextDstShiftMs) : null,
   };
 }
 
@@ -135,8 +150,8 @@ export function initialOccurrence(
   herdJitterMs: number,
   firesSoFar = 0,
 ): PlannedOccurrence | null {
-  const first = firstFireAtOrAfter(schedule, now, firesSoFar);
+  const first = firstOccurrenceAtOrAfter(schedule, now, firesSoFar);
   if (!first) return null;
-  const nominal = schedule.kind === 'once' && first.getTime() < now.getTime() ? now : first;
-  return occurrenceAt(jobId, schedule, jitterMs, nominal, herdJitterMs);
+  const nominal = schedule.kind === 'once' && first.nominal.getTime() < now.getTime() ? now : first.nominal;
+  return occurrenceAt(jobId, schedule, jitterMs, nominal, herdJitterMs, first.dstShiftMs);
 }

@@ -30,6 +30,11 @@ export interface Job extends JobDefinition {
   readonly nextRunAt: Date | null;
   /** The next occurrence's nominal (schedule) time. */
   readonly nextNominalAt: Date | null;
+  /**
+   * How far dst_gap SHIFT moved the next occurrence past a DST gap (0 or absent: not moved). With
+   * nextNominalAt it is the schedule's cursor: two occurrences can share a nominal instant.
+   */
+  readonly nextDstShiftMs?: number;
   readonly fenceToken: FenceToken;
   readonly firesCount: number;
   readonly version: number;

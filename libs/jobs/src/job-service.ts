@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { TenantQuotas } from '@tickwork/config';
 import {
   fireIdOf,
-  firstFireAtOrAfter,
+  firstOccurrenceAtOrAfter,
   JOB_ID_PATTERN,
   JOB_STATUSES,
   jobToWire,
@@ -328,15 +328,16 @@ export class JobService {
 
   private async insert(tx: JobTransaction, definition: JobDefinition): Promise<Job> {
     const quota = this.opts.quotas?.(definition.tenantId).maxJobs;
-    const first = firstFireAtOrAfter(definition.schedule, this.now());
+    const first = firstOccurrenceAtOrAfter(definition.schedule, this.now());
     const next =
       first &&
       occurrenceAt(
         definition.jobId,
         definition.schedule,
         definition.policies.jitterMs,
-        first,
+        first.nominal,
         this.opts.herdJitterMs,
+        first.dstShiftMs,
       );
     if (quota !== undefined && next) {
       const live = await tx.liveJobCount(definition.tenantId);
@@ -363,9 +364,17 @@ export class JobService {
   private firstOccurrence(
     job: Pick<Job, 'jobId' | 'schedule' | 'policies' | 'firesCount'>,
   ): PlannedOccurrence | null {
-    const first = firstFireAtOrAfter(job.schedule, this.now(), job.firesCount);
+    const first = firstOccurrenceAtOrAfter(job.schedule, this.now(), job.firesCount);
     return (
-      first && occurrenceAt(job.jobId, job.schedule, job.policies.jitterMs, first, this.opts.herdJitterMs)
+      first &&
+      occurrenceAt(
+        job.jobId,
+        job.schedule,
+        job.policies.jitterMs,
+        first.nominal,
+        this.opts.herdJitterMs,
+        first.dstShiftMs,
+      )
     );
   }
 }

@@ -22,6 +22,24 @@ describe('previewSchedule', () => {
     expect(p.truncatedBy).toBeNull();
   });
 
+  it('lists both fires of an instant that dst_gap SHIFT gives two occurrences, marking the moved one', async () => {
+    const p = await previewSchedule(
+      { kind: 'cron', expression: '45 0-3 * * *', time_zone: 'America/New_York', dst_gap: 'SHIFT' },
+      {
+        now: new Date('2026-03-01T00:00:00Z'),
+        minIntervalMs: 1_000,
+        from: new Date('2026-03-08T05:00:00Z'),
+        count: 4,
+      },
+    );
+    expect(p.fires.map((f) => [f.at.toISOString(), f.localTime, f.shiftedFrom])).toEqual([
+      ['2026-03-08T05:45:00.000Z', '2026-03-08T00:45:00-05:00', null],
+      ['2026-03-08T06:45:00.000Z', '2026-03-08T01:45:00-05:00', null],
+      ['2026-03-08T07:45:00.000Z', '2026-03-08T03:45:00-04:00', '2026-03-08T02:45:00-05:00'],
+      ['2026-03-08T07:45:00.000Z', '2026-03-08T03:45:00-04:00', null],
+    ]);
+  });
+
   it('a rare cron stops at the 100-year horizon and says so (not ~4,000 years of look-ahead)', async () => {
     const p = await previewSchedule(feb29('Europe/Oslo'), { ...base, count: 1_000, workBudgetMs: 60_000 });
     expect(p.truncatedBy).toBe('HORIZON');

@@ -19,6 +19,7 @@ import {
   ValidationError,
   zoneOffsetMs,
   type FieldViolation,
+  type Occurrence,
   type Schedule,
 } from '@tickwork/domain';
 
@@ -27,6 +28,12 @@ export interface PreviewedFire {
   /** Wall-clock time in the schedule's zone with its UTC offset, e.g. 2026-03-29T09:00:00+01:00. */
   readonly localTime: string;
   readonly timeZone: string;
+  /**
+   * Null unless dst_gap SHIFT moved this fire past a DST gap: then the wall time the schedule named,
+   * with the offset before the gap (the same instant), e.g. 2026-03-08T02:45:00-05:00 for a fire at
+   * 03:45-04:00. Such a fire may share `at` with the next one (its own occurrence, listed too).
+   */
+  readonly shiftedFrom: string | null;
 }
 
 /** Why a preview holds fewer fires than asked for although the schedule may go on. */
@@ -91,7 +98,7 @@ export async function previewSchedule(raw: unknown, opts: PreviewOptions): Promi
   const sliceOver = () => performance.now() - sliceStart >= sliceMs;
   for (;;) {
     if (fires.length >= count) return { fires, truncatedBy: null };
-    let next: Date | null | 'SLICE_OVER';
+    let next: Occurrence | null | 'SLICE_OVER';
     try {
       next = cursor.next(sliceOver);
     } catch (e) {
@@ -99,7 +106,7 @@ export async function previewSchedule(raw: unknown, opts: PreviewOptions): Promi
       next = 'SLICE_OVER'; // the cursor stays put; the zone years worked out so far are cached
     }
     if (next === null) return { fires, truncatedBy: endsBy(schedule, fires.length, horizon) };
-    if (next !== 'SLICE_OVER') fires.push({ at: next, localTime: localTime(next, zone), timeZone: zone });
+    if (next !== 'SLICE_OVER') fires.push(previewedFire(next, zone));
     if (next === 'SLICE_OVER' || sliceOver()) {
       const used = process.cpuUsage(sliceCpu);
       worked += (used.user + used.system) / 1_000;
@@ -144,9 +151,24 @@ function endsBy(schedule: Schedule, found: number, horizon: number): PreviewCut 
   return horizon >= LATEST_INSTANT_MS ? null : 'HORIZON';
 }
 
+function previewedFire(o: Occurrence, timeZone: string): PreviewedFire {
+  const offset = zoneOffsetMs(timeZone, o.nominal);
+  return {
+    at: o.nominal,
+    localTime: wallTime(o.nominal, offset),
+    timeZone,
+    // The named wall time is the instant read with the offset before the gap (gap length less).
+    shiftedFrom: o.dstShiftMs === 0 ? null : wallTime(o.nominal, offset - o.dstShiftMs),
+  };
+}
+
 /** An instant as wall-clock time in a zone, ISO-8601 with the zone's offset at that instant. */
 export function localTime(at: Date, timeZone: string): string {
-  const offset = zoneOffsetMs(timeZone, at);
+  return wallTime(at, zoneOffsetMs(timeZone, at));
+}
+
+/** An instant as ISO-8601 wall-clock time at a UTC offset (ms). */
+function wallTime(at: Date, offset: number): string {
   const wall = new Date(at.getTime() + offset).toISOString().slice(0, 19);
   const sign = offset < 0 ? '-' : '+';
   const abs = Math.abs(offset) / 60_000;

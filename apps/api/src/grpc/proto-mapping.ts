@@ -363,5 +363,10 @@ export function fireToProto(f: FireEvent): Msg {
 
 /** A previewed fire as a PreviewedFire message. */
 export function previewToProto(p: PreviewedFire): Msg {
-  return { at: timestamp(p.at), local_time: p.localTime, time_zone: p.timeZone };
+  return {
+    at: timestamp(p.at),
+    local_time: p.localTime,
+    time_zone: p.timeZone,
+    shifted_from: p.shiftedFrom ?? '',
+  };
 }

@@ -79,5 +79,10 @@ export function fireJson(f: FireEvent): Wire {
 
 /** A previewed fire time. */
 export function previewJson(p: PreviewedFire): Wire {
-  return { at: p.at.toISOString(), local_time: p.localTime, time_zone: p.timeZone };
+  return {
+    at: p.at.toISOString(),
+    local_time: p.localTime,
+    time_zone: p.timeZone,
+    ...(p.shiftedFrom !== null ? { shifted_from: p.shiftedFrom } : {}),
+  };
 }

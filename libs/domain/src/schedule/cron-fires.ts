@@ -2,8 +2,10 @@
  * Cron occurrences as real instants: wall-clock matches of a `ParsedCron` mapped through an IANA zone,
  * with exact per-job DST policies.
  *
- * The occurrences form a SET of instants (a later wall time that lands on an instant already produced adds
- * nothing), and "next" is always the smallest instant strictly after the given one. Per matching wall time W:
+ * `nextCronInstantAfter` answers the smallest instant strictly after the given one that has an occurrence;
+ * `cronShiftsAt` says how many nominal wall times fire at such an instant (two when SHIFT pushes a gap's wall
+ * time onto one that exists, e.g. 02:45 → 03:45 on a New York spring-forward day: each fires, none is lost).
+ * Per matching wall time W:
  * - W exists once: it fires at its instant.
  * - W falls in a spring-forward gap of length G (it never shows on the clock):
  *   SHIFT fires at W read with the offset before the gap, i.e. the wall clock shows W + G (02:30 in a one-hour
@@ -120,4 +122,43 @@ export function nextCronInstantAfter(
     t = nextT;
   }
   return null;
+}
+
+/**
+ * The nominal wall times of `cron` that fire at instant `at`, each as how far the gap policy moved it
+ * (0: the wall time `at` shows; the gap's length: a wall time inside the gap just before, under SHIFT),
+ * largest first, which is their nominal (wall-clock) order. Empty when nothing fires at `at`; at most two.
+ */
+export function cronShiftsAt(
+  cron: ParsedCron,
+  zone: ZoneRules,
+  gap: EffectiveGapPolicy,
+  repeat: EffectiveRepeatPolicy,
+  at: number,
+): number[] {
+  const segment = zone.segmentAt(at);
+  const { offset, previous, next } = segment;
+  const shifts: number[] = [];
+  if (gap === 'SHIFT' && previous !== null && previous.after > previous.before) {
+    const length = previous.after - previous.before;
+    if (at >= previous.at && at < previous.at + length && matchesWall(cron, at + previous.before)) {
+      shifts.push(length);
+    }
+  }
+  // The same bounds as nextCronInstantAfter: the repeat policy leaves some instants to the other copy.
+  let realStart = segment.start;
+  let realEnd = segment.end;
+  if (repeat === 'FIRST' && previous !== null && previous.after < previous.before) {
+    realStart = max(realStart, previous.at + (previous.before - previous.after));
+  }
+  if (repeat === 'LAST' && next !== null && next.after < next.before) {
+    realEnd = min(realEnd, next.at - (next.before - next.after));
+  }
+  if (at >= realStart && at < realEnd && matchesWall(cron, at + offset)) shifts.push(0);
+  return shifts;
+}
+
+/** Whether the wall time `wall` (whole seconds) matches the expression. */
+function matchesWall(cron: ParsedCron, wall: number): boolean {
+  return wall % 1000 === 0 && cron.nextWallTimeAfter(wall - 1) === wall;
 }

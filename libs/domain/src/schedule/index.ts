@@ -4,6 +4,8 @@ export { parseCron, compileCron, ParsedCron, type CronParseResult, type CronFiel
 export {
   effectiveGapPolicy,
   effectiveRepeatPolicy,
+  cronShiftsAt,
+  nextCronInstantAfter,
   SearchBudgetExceeded,
   type EffectiveGapPolicy,
   type EffectiveRepeatPolicy,
@@ -14,8 +16,15 @@ export {
   firstFireAtOrAfter,
   previewFires,
   nextOccurrenceAfter,
+  firstOccurrenceAtOrAfter,
+  nextOccurrenceAfterOccurrence,
+  nextOccurrencePointAfter,
+  occurrenceBefore,
+  previewOccurrences,
   OccurrenceCursor,
   MAX_PREVIEW_FIRES,
+  type Occurrence,
+  type OccurrencePoint,
   type OccurrenceSearch,
 } from './occurrences';
 export {

@@ -14,6 +14,8 @@
  *             and says how many it stands for; the others are 'COALESCED'.
  *   SKIP      fires none of the missed ones ('MISFIRE_SKIP'); on-time ones still fire.
  * `maxFires` counts fires, not skipped occurrences. The next run is the first occurrence after `now`.
+ * Two occurrences at one instant (dst_gap SHIFT moved a gap's wall time onto one that exists) are two
+ * occurrences here too: each fires, or is counted among the skipped, on its own.
  *
  * Work is bounded: interval ranges are counted arithmetically (a day of per-second occurrences costs O(1)); cron
  * and one-shot ranges are enumerated up to `enumerationLimit` occurrences, beyond which the count is reported
@@ -21,7 +23,7 @@
  */
 
 import type { MisfirePolicy } from '../policies';
-import { nextOccurrenceAfter } from './occurrences';
+import { nextOccurrencePointAfter, occurrenceBefore, type OccurrencePoint } from './occurrences';
 import type { IntervalSchedule, Schedule } from './schedule';
 
 /** Why occurrences did not get a fire of their own. */
@@ -44,6 +46,8 @@ export interface SkippedOccurrences {
 /** One fire to publish now. */
 export interface PlannedFire {
   readonly nominal: Date;
+  /** How far dst_gap SHIFT moved this occurrence past a gap (0: not moved); tells apart two at one instant. */
+  readonly dstShiftMs: number;
   /** Whether this fire catches up missed occurrences (rather than being on time). */
   readonly late: boolean;
   /** FIRE_ONCE: the due occurrences this single fire stands for, itself included. */
@@ -63,6 +67,8 @@ export interface MisfirePlan {
   readonly skipped: readonly SkippedOccurrences[];
   /** The first occurrence after `now`, or null when the schedule is exhausted. */
   readonly nextRunAt: Date | null;
+  /** The DST shift of the occurrence at `nextRunAt` (0 when none). */
+  readonly nextDstShiftMs: number;
   /** Fires made so far, including this plan's. */
   readonly firesSoFar: number;
 }
@@ -84,30 +90,35 @@ export interface MisfireRules {
 export const DEFAULT_ENUMERATION_LIMIT = 10_000;
 
 interface RangeSummary {
-  readonly first: number;
-  readonly last: number;
+  readonly first: OccurrencePoint;
+  readonly last: OccurrencePoint;
   readonly count: number;
   readonly countIsLowerBound: boolean;
 }
 
-/** Plans the fires, skips and next run of a job whose occurrence `nominal` is claimed at `now`. */
+/**
+ * Plans the fires, skips and next run of a job whose occurrence `nominal` (moved `nominalShiftMs` by
+ * dst_gap SHIFT) is claimed at `now`.
+ */
 export function planMisfire(
   schedule: Schedule,
   nominal: Date,
   now: Date,
   firesSoFar: number,
   rules: MisfireRules,
+  nominalShiftMs = 0,
 ): MisfirePlan {
   const nominalMs = nominal.getTime();
   const nowMs = now.getTime();
   const maxFires = schedule.kind === 'once' ? 1 : schedule.maxFires;
   let budget = maxFires === undefined ? Number.POSITIVE_INFINITY : maxFires - firesSoFar;
-  if (budget <= 0) return { fires: [], skipped: [], nextRunAt: null, firesSoFar };
-  if (nominalMs > nowMs) return { fires: [], skipped: [], nextRunAt: nominal, firesSoFar };
+  if (budget <= 0) return { fires: [], skipped: [], nextRunAt: null, nextDstShiftMs: 0, firesSoFar };
+  if (nominalMs > nowMs)
+    return { fires: [], skipped: [], nextRunAt: nominal, nextDstShiftMs: nominalShiftMs, firesSoFar };
 
   const occurrences = new Occurrences(
     schedule,
-    nominalMs,
+    { at: nominalMs, shiftMs: nominalShiftMs },
     rules.enumerationLimit ?? DEFAULT_ENUMERATION_LIMIT,
   );
   const lateEdge = nowMs - Math.max(0, rules.lateToleranceMs);
@@ -124,10 +135,11 @@ export function planMisfire(
 
   // [nominal, outsideEnd): too old; [missedStart, lateEdge): missed; [onTimeStart, now]: on time.
   const outsideEnd = Math.min(windowEdge, lateEdge);
-  skip('OUTSIDE_CATCH_UP_WINDOW', occurrences.summarize(nominalMs, outsideEnd));
-  const missed = occurrences.summarize(Math.max(nominalMs, windowEdge), lateEdge);
+  const from = (t: number) => occurrences.firstFrom(t);
+  skip('OUTSIDE_CATCH_UP_WINDOW', occurrences.summarize(from(nominalMs), outsideEnd));
+  const missed = occurrences.summarize(from(Math.max(nominalMs, windowEdge)), lateEdge);
   const onTimeStart = Math.max(nominalMs, lateEdge);
-  const onTime = occurrences.summarize(onTimeStart, nowMs + 1);
+  const onTime = occurrences.summarize(from(onTimeStart), nowMs + 1);
 
   if (missed !== null && rules.misfire === 'FIRE_ONCE') {
     const last = onTime ?? missed;
@@ -135,15 +147,16 @@ export function planMisfire(
     const countIsLowerBound = missed.countIsLowerBound || (onTime?.countIsLowerBound ?? false);
     if (count > 1) skip('COALESCED', occurrences.summarize(missed.first, last.last));
     fires.push({
-      nominal: new Date(last.last),
+      nominal: new Date(last.last.at),
+      dstShiftMs: last.last.shiftMs,
       late: onTime === null,
       ...(count > 1
         ? {
             coalesced: {
               count,
               countIsLowerBound,
-              firstNominal: new Date(missed.first),
-              lastNominal: new Date(last.last),
+              firstNominal: new Date(missed.first.at),
+              lastNominal: new Date(last.last.at),
             },
           }
         : {}),
@@ -157,30 +170,36 @@ export function planMisfire(
         lateEdge,
         Math.min(Math.max(0, rules.maxCatchUp), budget, occurrences.limit),
       );
-      for (const at of catchUp) fires.push({ nominal: new Date(at), late: true });
+      for (const p of catchUp) fires.push({ nominal: new Date(p.at), dstShiftMs: p.shiftMs, late: true });
       budget -= catchUp.length;
-      const rest = catchUp.length === 0 ? missed.first : (catchUp[catchUp.length - 1] as number) + 1;
+      const rest = catchUp.length === 0 ? missed.first : occurrences.next(catchUp[catchUp.length - 1]!);
       skip('CATCH_UP_LIMIT', occurrences.summarize(rest, lateEdge));
     }
     if (onTime !== null) {
       const due = occurrences.list(onTime.first, nowMs + 1, Math.min(budget, occurrences.limit));
-      for (const at of due) fires.push({ nominal: new Date(at), late: false });
+      for (const p of due) fires.push({ nominal: new Date(p.at), dstShiftMs: p.shiftMs, late: false });
       budget -= due.length;
       // Only reachable with a huge lateToleranceMs on a dense schedule, or when maxFires runs out.
       if (budget > 0 && due.length > 0)
-        skip('CATCH_UP_LIMIT', occurrences.summarize((due[due.length - 1] as number) + 1, nowMs + 1));
+        skip('CATCH_UP_LIMIT', occurrences.summarize(occurrences.next(due[due.length - 1]!), nowMs + 1));
     }
   }
 
   const total = firesSoFar + fires.length;
-  const nextMs = budget <= 0 ? null : nextOccurrenceAfter(schedule, nowMs, total);
-  return { fires, skipped, nextRunAt: nextMs === null ? null : new Date(nextMs), firesSoFar: total };
+  const next = budget <= 0 ? null : nextOccurrencePointAfter(schedule, { at: nowMs, shiftMs: 0 }, total);
+  return {
+    fires,
+    skipped,
+    nextRunAt: next === null ? null : new Date(next.at),
+    nextDstShiftMs: next?.shiftMs ?? 0,
+    firesSoFar: total,
+  };
 }
 
 function datesOf(range: RangeSummary): Omit<SkippedOccurrences, 'reason'> {
   return {
-    firstNominal: new Date(range.first),
-    lastNominal: new Date(range.last),
+    firstNominal: new Date(range.first.at),
+    lastNominal: new Date(range.last.at),
     count: range.count,
     countIsLowerBound: range.countIsLowerBound,
   };
@@ -188,78 +207,92 @@ function datesOf(range: RangeSummary): Omit<SkippedOccurrences, 'reason'> {
 
 /**
  * The due stream: the claimed `nominal` (authoritative, even off the schedule's grid) followed by the schedule's
- * occurrences after it, ignoring maxFires (the plan spends that budget itself).
+ * occurrences after it, ignoring maxFires (the plan spends that budget itself). Ranges are of instants
+ * [from, to); an instant holding two occurrences (SHIFT) counts both.
  */
 class Occurrences {
   constructor(
     private readonly schedule: Schedule,
-    private readonly nominal: number,
+    private readonly nominal: OccurrencePoint,
     readonly limit: number,
   ) {}
 
-  /** The first occurrence strictly after `t`. */
-  next(t: number): number | null {
-    if (t < this.nominal) return this.nominal;
+  /** The first occurrence strictly after occurrence `p`. */
+  next(p: OccurrencePoint): OccurrencePoint | null {
+    if (occurrenceBefore(p, this.nominal)) return this.nominal;
     if (this.schedule.kind === 'once') return null;
-    return nextOccurrenceAfter(this.schedule, t, 0);
+    return nextOccurrencePointAfter(this.schedule, p, 0);
   }
 
-  /** Up to `max` occurrences in [from, to). */
-  list(from: number, to: number, max: number): number[] {
-    const out: number[] = [];
-    let at = this.next(from - 1);
-    while (at !== null && at < to && out.length < max) {
+  /** The first occurrence at or after instant `t`. */
+  firstFrom(t: number): OccurrencePoint | null {
+    return this.next({ at: t - 1, shiftMs: 0 });
+  }
+
+  /** Up to `max` occurrences from `first` (included) to instant `to` (excluded). */
+  list(first: OccurrencePoint | null, to: number, max: number): OccurrencePoint[] {
+    const out: OccurrencePoint[] = [];
+    let at = first;
+    while (at !== null && at.at < to && out.length < max) {
       out.push(at);
       at = this.next(at);
     }
     return out;
   }
 
-  /** First, last and count of the occurrences in [from, to); null when there are none. */
-  summarize(from: number, to: number): RangeSummary | null {
-    if (!(from < to)) return null;
-    const first = this.next(from - 1);
-    if (first === null || first >= to) return null;
-    if (this.schedule.kind === 'interval') return this.summarizeInterval(this.schedule, first, to);
+  /**
+   * First, last and count of the occurrences from `first` (included) to `to` (excluded: an instant, or an
+   * occurrence, which leaves out only those before it at its instant); null when none.
+   */
+  summarize(first: OccurrencePoint | null, to: number | OccurrencePoint): RangeSummary | null {
+    const beforeEnd =
+      typeof to === 'number'
+        ? (p: OccurrencePoint) => p.at < to
+        : (p: OccurrencePoint) => occurrenceBefore(p, to);
+    const toMs = typeof to === 'number' ? to : to.at;
+    if (first === null || !beforeEnd(first)) return null;
+    if (this.schedule.kind === 'interval') return this.summarizeInterval(this.schedule, first, toMs);
     let count = 1;
     let last = first;
     for (;;) {
       const at = this.next(last);
-      if (at === null || at >= to) return { first, last, count, countIsLowerBound: false };
+      if (at === null || !beforeEnd(at)) return { first, last, count, countIsLowerBound: false };
       if (count >= this.limit)
-        return { first, last: this.lastBefore(last, to), count, countIsLowerBound: true };
+        return { first, last: this.lastBefore(last, toMs), count, countIsLowerBound: true };
       last = at;
       count++;
     }
   }
 
   /** Arithmetic: the grid is anchor + k·everyMs, so counting a million occurrences costs nothing. */
-  private summarizeInterval(schedule: IntervalSchedule, first: number, to: number): RangeSummary {
-    const gridStart = first === this.nominal ? this.next(first) : first;
-    let count = first === this.nominal ? 1 : 0;
-    let last = first;
-    if (gridStart !== null && gridStart < to) {
+  private summarizeInterval(schedule: IntervalSchedule, first: OccurrencePoint, to: number): RangeSummary {
+    const isNominal = first.at === this.nominal.at;
+    const gridStart = isNominal ? this.next(first) : first;
+    let count = isNominal ? 1 : 0;
+    let last = first.at;
+    if (gridStart !== null && gridStart.at < to) {
       const anchor = schedule.anchor.getTime();
       let end = to - 1;
       if (schedule.endAt !== undefined) end = Math.min(end, schedule.endAt.getTime());
       const lastGrid = anchor + Math.floor((end - anchor) / schedule.everyMs) * schedule.everyMs;
-      count += (lastGrid - gridStart) / schedule.everyMs + 1;
+      count += (lastGrid - gridStart.at) / schedule.everyMs + 1;
       last = lastGrid;
     }
-    return { first, last, count, countIsLowerBound: false };
+    return { first, last: { at: last, shiftMs: 0 }, count, countIsLowerBound: false };
   }
 
   /** The last occurrence before `to`, given `known` < `to` is one: bisects on time (next() is monotone). */
-  private lastBefore(known: number, to: number): number {
-    if ((this.next(known) ?? Number.POSITIVE_INFINITY) >= to) return known;
-    // Invariant: next(low) < to ≤ next(high); ends with high = low + 1, so next(low) is the last one.
-    let low = known;
+  private lastBefore(known: OccurrencePoint, to: number): OccurrencePoint {
+    const after = (t: number) => this.next({ at: t, shiftMs: 0 });
+    if ((after(known.at)?.at ?? Number.POSITIVE_INFINITY) >= to) return known;
+    // Invariant: after(low) < to ≤ after(high); ends with high = low + 1, so after(low) is the last instant.
+    let low = known.at;
     let high = to - 1;
     while (high - low > 1) {
       const mid = low + Math.floor((high - low) / 2);
-      if ((this.next(mid) ?? Number.POSITIVE_INFINITY) < to) low = mid;
+      if ((after(mid)?.at ?? Number.POSITIVE_INFINITY) < to) low = mid;
       else high = mid;
     }
-    return this.next(low) as number;
+    return after(low) as OccurrencePoint;
   }
 }

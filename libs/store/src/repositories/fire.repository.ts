@@ -80,6 +80,15 @@ interface BrokenJob {
   readonly error: string;
 }
 
+/** One claimed occurrence's fires row: two may share a nominal instant, never a DST shift as well. */
+interface FireRow {
+  readonly jobId: string;
+  readonly token: number;
+  readonly nominal: string;
+  readonly shift: number;
+  readonly scheduled: string;
+}
+
 /** One planned job's share of a claim's write, its instants already as ISO text. */
 interface JobWrite {
   readonly jobId: string;
@@ -88,9 +97,10 @@ interface JobWrite {
   readonly n: number;
   readonly next: string | null;
   readonly nextNominal: string | null;
+  readonly nextShift: number;
   readonly status: 'SCHEDULED' | 'COMPLETED';
   readonly fires: readonly ClaimedFire[];
-  readonly fireRows: readonly { jobId: string; token: number; nominal: string; scheduled: string }[];
+  readonly fireRows: readonly FireRow[];
   /** Per fire, the trace context to store (set once the claim's spans are begun). */
   traces: readonly (string | null)[];
   readonly skips: readonly ClaimSkip[];
@@ -153,7 +163,7 @@ function jobWriteOf(job: ClaimableJob, p: DueOccurrencePlan): JobWrite {
   if (!Number.isSafeInteger(job.fenceToken + p.fires.length + 1))
     throw new Error(`fence_token ${job.fenceToken} + ${p.fires.length} is beyond what the claim can count`);
   const fires: ClaimedFire[] = [];
-  const fireRows: { jobId: string; token: number; nominal: string; scheduled: string }[] = [];
+  const fireRows: FireRow[] = [];
   p.fires.forEach((f, i) => {
     const fenceToken = job.fenceToken + i + 1;
     const event: FireEvent = {
@@ -172,6 +182,7 @@ function jobWriteOf(job: ClaimableJob, p: DueOccurrencePlan): JobWrite {
       jobId: job.jobId,
       token: fenceToken,
       nominal: planned(f.nominalTime, 'nominal time'),
+      shift: f.dstShiftMs ?? 0,
       scheduled: planned(f.scheduledFor, 'fire time'),
     });
   });
@@ -197,6 +208,7 @@ function jobWriteOf(job: ClaimableJob, p: DueOccurrencePlan): JobWrite {
     n: p.fires.length,
     next: p.next ? planned(p.next.scheduledFor, 'next run') : null,
     nextNominal: p.next ? planned(p.next.nominalTime, 'next occurrence') : null,
+    nextShift: p.next?.dstShiftMs ?? 0,
     status: p.next ? 'SCHEDULED' : 'COMPLETED',
     fires,
     fireRows,
@@ -590,10 +602,11 @@ export class FireRepository {
                 fires_count = j.fires_count + v.n,
                 next_run_at = v.next,
                 next_nominal_at = v.nominal,
+                next_dst_shift_ms = v.shift,
                 status = v.status,
                 last_fired_at = CASE WHEN v.n > 0 THEN now() ELSE j.last_fired_at END,
                 updated_at = now()
-           FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::timestamptz[], $5::text[]) AS v(job_id, n, next, nominal, status)
+           FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::timestamptz[], $5::text[], $13::int[]) AS v(job_id, n, next, nominal, status, shift)
           WHERE j.job_id = v.job_id
          RETURNING j.job_id, j.tenant_id, j.shard, j.target, j.payload
        ), b AS (
@@ -603,18 +616,19 @@ export class FireRepository {
            FROM unnest($12::int[], $9::timestamptz[]) AS x(shard, scheduled) GROUP BY x.shard
          RETURNING batch_id, shard
        ), f AS (
-         INSERT INTO fires (job_id, fence_token, tenant_id, shard, nominal_time, scheduled_for, claimed_by, trace_context, batch_id, event)
-         SELECT v.job_id, v.token, u.tenant_id, u.shard, v.nominal, v.scheduled, $11, v.trace, b.batch_id,
+         INSERT INTO fires (job_id, fence_token, tenant_id, shard, nominal_time, dst_shift_ms, scheduled_for, claimed_by, trace_context, batch_id, event)
+         SELECT v.job_id, v.token, u.tenant_id, u.shard, v.nominal, v.shift, v.scheduled, $11, v.trace, b.batch_id,
                 jsonb_build_object(
                   'job_id', v.job_id, 'tenant_id', u.tenant_id, 'fence_token', v.token,
                   'fire_id', v.job_id || ':' || v.token,
                   'scheduled_for', to_char(v.scheduled AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
                   'nominal_time', to_char(v.nominal AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
                   'attempt', 1, 'target', u.target, 'payload', u.payload)
-           FROM unnest($6::text[], $7::bigint[], $8::timestamptz[], $9::timestamptz[], $10::jsonb[]) AS v(job_id, token, nominal, scheduled, trace)
+           FROM unnest($6::text[], $7::bigint[], $8::timestamptz[], $9::timestamptz[], $10::jsonb[], $14::int[]) AS v(job_id, token, nominal, scheduled, trace, shift)
            JOIN u ON u.job_id = v.job_id
            JOIN b ON b.shard = u.shard
-         ON CONFLICT (job_id, nominal_time) WHERE trigger = 'SCHEDULE' DO NOTHING
+         -- An occurrence is (nominal instant, DST shift): two at one instant are both fired.
+         ON CONFLICT (job_id, nominal_time, dst_shift_ms) WHERE trigger = 'SCHEDULE' DO NOTHING
          RETURNING job_id, fence_token
        )
        SELECT batch_id, shard, NULL AS refired FROM b
@@ -635,6 +649,8 @@ export class FireRepository {
         traces,
         owner,
         fires.map((f) => f.shard),
+        group.map((w) => w.nextShift),
+        rows.map((r) => r.shift),
       ],
     );
     const batchOfShard = new Map<number, number>();

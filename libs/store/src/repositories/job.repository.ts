@@ -284,8 +284,8 @@ async function insertJob(client: Queryable, job: NewJob): Promise<Job> {
   const d = job.definition;
   try {
     const { rows } = await client.query<JobRow>(
-      `INSERT INTO jobs (job_id, tenant_id, shard, schedule_kind, schedule, time_zone, status, next_run_at, next_nominal_at, target, payload, policies, labels, fence_token, trace_context)
-       SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, t.fence_token,
+      `INSERT INTO jobs (job_id, tenant_id, shard, schedule_kind, schedule, time_zone, status, next_run_at, next_nominal_at, next_dst_shift_ms, target, payload, policies, labels, fence_token, trace_context)
+       SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $15, $10, $11, $12, $13, t.fence_token,
               $14::jsonb || jsonb_build_object('fence_token', t.fence_token)
          FROM (SELECT COALESCE((SELECT fence_token FROM job_tombstones WHERE job_id = $1), 0) AS fence_token) t
        RETURNING ${JOB_COLUMNS}`,
@@ -304,6 +304,7 @@ async function insertJob(client: Queryable, job: NewJob): Promise<Job> {
         JSON.stringify(policiesToWire(d.policies)),
         JSON.stringify(d.labels),
         traceOrigin(),
+        job.next?.dstShiftMs ?? 0,
       ],
     );
     await client.query('DELETE FROM job_tombstones WHERE job_id = $1', [d.jobId]);
@@ -364,6 +365,7 @@ class PgJobTransaction implements JobTransaction {
               status = $9,
               next_run_at = CASE WHEN $10::boolean THEN next_run_at ELSE $11 END,
               next_nominal_at = CASE WHEN $10::boolean THEN next_nominal_at ELSE $12 END,
+              next_dst_shift_ms = CASE WHEN $10::boolean THEN next_dst_shift_ms ELSE $14 END,
               version = version + 1, updated_at = now(),
               trace_context = COALESCE($13::jsonb || jsonb_build_object('fence_token', fence_token), trace_context)
         WHERE job_id = $1
@@ -382,6 +384,7 @@ class PgJobTransaction implements JobTransaction {
         keep ? null : (next?.scheduledFor ?? null),
         keep ? null : (next?.nominalTime ?? null),
         traceOrigin(),
+        keep ? 0 : (next?.dstShiftMs ?? 0),
       ],
     );
     return jobFromRow(rows[0]!);
@@ -390,10 +393,18 @@ class PgJobTransaction implements JobTransaction {
   async setStatus(status: 'PAUSED' | 'SCHEDULED', next?: PlannedOccurrence): Promise<Job> {
     const { rows } = await this.client.query<JobRow>(
       `UPDATE jobs SET status = $2, next_run_at = COALESCE($3, next_run_at), next_nominal_at = COALESCE($4, next_nominal_at),
+              next_dst_shift_ms = CASE WHEN $4::timestamptz IS NULL THEN next_dst_shift_ms ELSE $6 END,
               version = version + 1, updated_at = now(),
               trace_context = COALESCE($5::jsonb || jsonb_build_object('fence_token', fence_token), trace_context)
         WHERE job_id = $1 RETURNING ${JOB_COLUMNS}`,
-      [this.jobId, status, next?.scheduledFor ?? null, next?.nominalTime ?? null, traceOrigin()],
+      [
+        this.jobId,
+        status,
+        next?.scheduledFor ?? null,
+        next?.nominalTime ?? null,
+        traceOrigin(),
+        next?.dstShiftMs ?? 0,
+      ],
     );
     return jobFromRow(rows[0]!);
   }

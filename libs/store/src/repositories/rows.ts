@@ -19,6 +19,7 @@ export interface JobRow {
   status: JobStatus;
   next_run_at: Date | null;
   next_nominal_at: Date | null;
+  next_dst_shift_ms: number;
   fence_token: number;
   fires_count: number;
   target: Record<string, unknown>;
@@ -31,7 +32,7 @@ export interface JobRow {
 }
 
 export const JOB_COLUMNS =
-  'job_id, tenant_id, shard, schedule, status, next_run_at, next_nominal_at, fence_token, fires_count, target, payload, policies, labels, version, created_at, updated_at';
+  'job_id, tenant_id, shard, schedule, status, next_run_at, next_nominal_at, next_dst_shift_ms, fence_token, fires_count, target, payload, policies, labels, version, created_at, updated_at';
 
 /** A jobs row as a domain Job. */
 export function jobFromRow(row: JobRow): Job {
@@ -46,7 +47,7 @@ export function jobFromRow(row: JobRow): Job {
 
 /** The columns a claim reads: a job without its bookkeeping fields (less to send and parse). */
 export const CLAIM_COLUMNS =
-  'job_id, tenant_id, shard, schedule, status, next_run_at, next_nominal_at, fence_token, fires_count, target, payload, policies';
+  'job_id, tenant_id, shard, schedule, status, next_run_at, next_nominal_at, next_dst_shift_ms, fence_token, fires_count, target, payload, policies';
 
 export type ClaimRow = Omit<JobRow, 'labels' | 'version' | 'created_at' | 'updated_at'>;
 
@@ -60,6 +61,8 @@ export function claimableJobFromRow(row: ClaimRow): ClaimableJob {
     status: row.status,
     nextRunAt: row.next_run_at,
     nextNominalAt: row.next_nominal_at,
+    // Absent on a row read by a query that does not select it: the occurrence was not moved.
+    nextDstShiftMs: row.next_dst_shift_ms ?? 0,
     fenceToken: row.fence_token,
     firesCount: row.fires_count,
     target: targetFromWire(row.target),
