@@ -5,31 +5,13 @@
  * The outage is real: the fires topic does not exist yet (the producer's sends fail as they do with
  * the broker gone) until the test creates it.
  */
-import { DEFAULT_POLICIES, type JobDefinition } from '@tickwork/domain';
 import { EventCodecs, type MessageBus, type MessageProducer, type TopicAdmin } from '@tickwork/messaging';
 import { FireLoop, FirePublisher, ShardOwnership } from '@tickwork/scheduling';
-import { FireRepository, JobRepository, ShardLeaseRepository, type ClaimPlanner } from '@tickwork/store';
+import { FireRepository, JobRepository, ShardLeaseRepository } from '@tickwork/store';
 import { testDatabase, type TestDatabase } from '../support/db';
 import { eventually, STACK } from '../support/env';
+import { fireOnce, oneShot } from '../support/fire-loop';
 import { testKafkaBus, TopicTap } from '../support/kafka';
-
-const fireOnce: ClaimPlanner = ({ job }) => ({
-  fires: [{ nominalTime: job.nextNominalAt!, scheduledFor: job.nextRunAt! }],
-  skips: [],
-  next: null,
-});
-
-function oneShot(jobId: string, at: Date): JobDefinition {
-  return {
-    jobId,
-    tenantId: 'acme',
-    schedule: { kind: 'once', at },
-    target: { type: 'kafka', topic: 'elsewhere', key: null, headers: {} },
-    payload: null,
-    policies: DEFAULT_POLICIES,
-    labels: {},
-  };
-}
 
 describe('fire loop through a publish outage', () => {
   const topic = `it.outage.${Date.now()}.fires`;
