@@ -463,5 +463,40 @@ describe('PartitionFlow', () => {
       expect(proc.started).not.toContain('11');
       expect(slots.inUse()).toBe(0);
     });
+
+    it('starts a backlog of several partitions in due order across them, as far as the slots go', async () => {
+      const proc = new GroupingProcessor();
+      const slots = new Slots(4);
+      const flow = new PartitionFlow(new Control(), slots, proc);
+      const base = Date.now() - 60_000;
+      // Each partition's backlog spans the outage; together they interleave by due time.
+      const due = (o: number) => ({ 'tickwork-due-at': String(base + (o % 10) * 1_000) });
+      const a = batchOf('fires', 0, [10, 12, 14, 16], due);
+      const b = batchOf('fires', 1, [21, 23, 25, 27], due);
+      await flow.onBatch(a.batch);
+      await flow.onBatch(b.batch);
+      expect(proc.started).toEqual([]); // merged on the next turn
+      await tick();
+      // The four most overdue of both partitions (due 0, 1, 2, 3 s), not partition 0's four.
+      expect([...proc.started].sort()).toEqual(['10', '12', '21', '23']);
+      // As slots free up, the partition whose next fire is most overdue is served first.
+      proc.finish('10');
+      await tick();
+      await tick();
+      expect(proc.started.at(-1)).toBe('14');
+      proc.finish('12');
+      await tick();
+      await tick();
+      expect(proc.started.at(-1)).toBe('25');
+    });
+
+    it('starts fires that are on time at once, without waiting to merge them', async () => {
+      const proc = new GroupingProcessor();
+      const flow = new PartitionFlow(new Control(), new Slots(4), proc);
+      await flow.onBatch(
+        batchOf('fires', 0, [1, 2], () => ({ 'tickwork-due-at': String(Date.now()) })).batch,
+      );
+      expect(proc.started).toEqual(['1', '2']);
+    });
   });
 });
