@@ -17,6 +17,8 @@ import { freePort, isolate, type Isolation } from '../support/env';
 // Debian's interpreter, where python3-grpcio and python3-protobuf are (a pyenv python3 on PATH has neither).
 const PYTHON = '/usr/bin/python3';
 const CLIENT = join(__dirname, '..', 'support', 'reflection_client.py');
+// The reflection-only caller the README shows newcomers.
+const README_TOOL = join(__dirname, '..', '..', 'infra', 'grpc-reflect.py');
 const TOKEN = 'tok-reflect-0123456789abcdef';
 const TENANTS = JSON.stringify({
   tenants: { acme: {} },
@@ -88,7 +90,8 @@ describe('gRPC reflection with standard tools', () => {
       encoding: 'utf8',
       timeout: 90_000,
     });
-    if (r.error) throw new Error(`${PYTHON} did not run (apt-get install python3-grpcio): ${r.error.message}`);
+    if (r.error)
+      throw new Error(`${PYTHON} did not run (apt-get install python3-grpcio): ${r.error.message}`);
     if (r.status !== 0) throw new Error(`reflection_client.py exited ${r.status}:\n${r.stderr}`);
     const seen = JSON.parse(r.stdout) as Seen;
 
@@ -115,7 +118,10 @@ describe('gRPC reflection with standard tools', () => {
 
     // Unknown names and extensions: NOT_FOUND in the stream, which goes on answering.
     expect(seen.missing_file).toMatchObject({ code: 5, message: expect.stringContaining('no/such.proto') });
-    expect(seen.missing_symbol).toMatchObject({ code: 5, message: expect.stringContaining('no.such.Symbol') });
+    expect(seen.missing_symbol).toMatchObject({
+      code: 5,
+      message: expect.stringContaining('no.such.Symbol'),
+    });
     expect(seen.extension).toMatchObject({ code: 5 });
     expect(seen.extension_numbers).toEqual({ base_type_name: 'tickwork.admin.v1.Job', extension_number: [] });
 
@@ -147,5 +153,46 @@ describe('gRPC reflection with standard tools', () => {
     expect(seen.health).toEqual({ status: 'SERVING' });
     expect(seen.v1alpha_same_files).toBe(true);
     expect(seen.v1alpha_get).toMatchObject({ job_id: 'reflected-1', labels: { team: 'reflection' } });
+  });
+
+  it('the README commands work: infra/grpc-reflect.py lists the services and calls PreviewSchedule, CreateJob and GetJob', () => {
+    const run = (args: string[], env: Record<string, string> = {}) => {
+      const r = spawnSync(PYTHON, [README_TOOL, grpcAddress, ...args], {
+        encoding: 'utf8',
+        timeout: 60_000,
+        env: { ...process.env, ...env },
+      });
+      if (r.status !== 0) throw new Error(`grpc-reflect.py ${args[0]} exited ${r.status}:\n${r.stderr}`);
+      return r.stdout;
+    };
+    expect(run(['list']).trim().split('\n')).toContain('tickwork.admin.v1.SchedulerAdmin');
+    const preview = JSON.parse(
+      run(
+        [
+          'call',
+          'tickwork.admin.v1.SchedulerAdmin/PreviewSchedule',
+          '{"schedule": {"cron": {"expression": "0 9 * * MON-FRI", "time_zone": "Europe/London"}}, "count": 5}',
+        ],
+        { TOKEN },
+      ),
+    ) as { fires?: { local_time: string }[] };
+    expect(preview.fires).toHaveLength(5);
+    expect(preview.fires?.[0]?.local_time).toMatch(/T09:00:00[+-]\d\d:\d\d$/);
+    const created = JSON.parse(
+      run(
+        [
+          'call',
+          'tickwork.admin.v1.SchedulerAdmin/CreateJob',
+          '{"job": {"job_id": "readme-1", "schedule": {"cron": {"expression": "0 9 * * MON-FRI"}}, ' +
+            '"target": {"webhook": {"url": "https://example.com/hook"}}, "labels": {"team": "docs"}}}',
+        ],
+        { TOKEN },
+      ),
+    ) as Record<string, unknown>;
+    expect(created).toMatchObject({ job_id: 'readme-1', status: 'JOB_STATUS_SCHEDULED' });
+    const got = JSON.parse(
+      run(['call', 'tickwork.admin.v1.SchedulerAdmin/GetJob', '{"job_id": "readme-1"}'], { TOKEN }),
+    ) as Record<string, unknown>;
+    expect(got).toMatchObject({ job_id: 'readme-1', labels: { team: 'docs' } });
   });
 });

@@ -30,7 +30,13 @@ export const REFLECTION_SERVICES = REFLECTION_VERSIONS.map((v) => `${v.pkg}.Serv
 
 type Request = {
   host?: string;
-  message_request?: string;
+  /** Which request field is set (proto-loader's virtual oneof field). */
+  message_request?:
+    | 'file_by_filename'
+    | 'file_containing_symbol'
+    | 'file_containing_extension'
+    | 'all_extension_numbers_of_type'
+    | 'list_services';
   file_by_filename?: string;
   file_containing_symbol?: string;
   file_containing_extension?: { containing_type?: string; extension_number?: number };
@@ -75,7 +81,7 @@ export function answerReflection(index: DescriptorIndex, req: Request): Record<s
         ? { all_extension_numbers_response: { base_type_name: type, extension_number: numbers } }
         : notFound(`type ${type}`);
     }
-    default:
+    case undefined:
       return {
         error_response: {
           error_code: grpcStatus.INVALID_ARGUMENT,
