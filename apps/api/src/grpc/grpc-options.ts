@@ -7,7 +7,7 @@ import type { DescriptorIndex } from './descriptor-index';
 import { loaderOptions, PROTO_FILES, protoDirectory } from './proto-files';
 import { addReflection, DESCRIPTOR_SET_FILE, loadDescriptorIndex } from './reflection';
 
-/** Options for app.connectMicroservice: tickwork.admin.v1 and grpc.health.v1 on one server. */
+/** Options for app.connectMicroservice: tickwork.admin.v1, grpc.health.v1 and reflection on one server. */
 export function grpcServerOptions(listen: ApiListenConfig): GrpcOptions {
   const { includeDirs, ...loader } = loaderOptions();
   const descriptors = loadDescriptorIndex();
@@ -36,12 +36,18 @@ export function grpcServerOptions(listen: ApiListenConfig): GrpcOptions {
   };
 }
 
-/** Refuses to start when a served service is missing from the descriptor set reflection answers from. */
+/** Refuses to start when a served service or method is missing from the descriptor set reflection answers from. */
 function assertReflectable(pkg: PackageDefinition, descriptors: DescriptorIndex): void {
-  const served = Object.entries(pkg)
-    .filter(([, definition]) => !('format' in definition))
-    .map(([name]) => name);
-  const missing = served.filter((name) => !descriptors.services.includes(name));
+  const missing: string[] = [];
+  for (const [name, definition] of Object.entries(pkg)) {
+    if ('format' in definition) continue; // a message or enum, not a service
+    if (!descriptors.services.includes(name)) missing.push(name);
+    for (const method of Object.values(definition)) {
+      // path is /package.Service/Method; the symbol is package.Service.Method.
+      const symbol = method.path.slice(1).replace('/', '.');
+      if (!descriptors.fileOfSymbol(symbol)) missing.push(symbol);
+    }
+  }
   if (missing.length > 0) {
     throw new Error(
       `schemas/proto/${DESCRIPTOR_SET_FILE} lacks ${missing.join(', ')}: run npm run proto:descriptors`,
