@@ -17,6 +17,7 @@ import { freePort, isolate, type Isolation } from '../support/env';
 // Debian's interpreter, where python3-grpcio and python3-protobuf are (a pyenv python3 on PATH has neither).
 const PYTHON = '/usr/bin/python3';
 const CLIENT = join(__dirname, '..', 'support', 'reflection_client.py');
+const COMMITTED_SET = join(__dirname, '..', '..', 'schemas', 'proto', 'tickwork.descriptor-set.binpb');
 // The reflection-only caller the README shows newcomers.
 const README_TOOL = join(__dirname, '..', '..', 'infra', 'grpc-reflect.py');
 const TOKEN = 'tok-reflect-0123456789abcdef';
@@ -42,6 +43,7 @@ const ADMIN_DEPENDENCIES = [
 interface Seen {
   services: string[];
   by_filename: { name: string; dependency: string[] }[];
+  by_filename_as_committed: boolean[];
   by_symbol: string[];
   by_method: string[];
   by_entry: string[];
@@ -86,7 +88,7 @@ describe('gRPC reflection with standard tools', () => {
   });
 
   it('a Python grpcio client loads the reflected files into a DescriptorPool and calls the API through them', () => {
-    const r = spawnSync(PYTHON, [CLIENT, grpcAddress, TOKEN, workdir], {
+    const r = spawnSync(PYTHON, [CLIENT, grpcAddress, TOKEN, workdir, COMMITTED_SET], {
       encoding: 'utf8',
       timeout: 90_000,
     });
@@ -112,6 +114,8 @@ describe('gRPC reflection with standard tools', () => {
     expect(seen.by_filename.map((f) => f.name).sort()).toEqual(
       ['tickwork/admin/v1/admin.proto', ...ADMIN_DEPENDENCIES].sort(),
     );
+    // Byte for byte what protoc wrote into the committed set (compared by Python's own parser).
+    expect(seen.by_filename_as_committed).toEqual([true, true, true, true, true]);
     expect(seen.by_symbol.sort()).toEqual(seen.by_filename.map((f) => f.name).sort());
     expect(seen.by_method).toEqual(['tickwork/admin/v1/admin.proto']);
     expect(seen.by_entry).toEqual(['tickwork/admin/v1/admin.proto']);

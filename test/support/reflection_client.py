@@ -6,7 +6,8 @@ server reflects are loaded into a fresh google.protobuf DescriptorPool (the C++ 
 rejects malformed descriptors), and request messages are built from those descriptors and sent
 through a generic channel. Prints one JSON object of what it saw; the jest test asserts on it.
 
-Usage: reflection_client.py ADDRESS TOKEN WORKDIR
+Usage: reflection_client.py ADDRESS TOKEN WORKDIR COMMITTED_SET
+(COMMITTED_SET, the descriptor set protoc wrote, is only compared with what reflection sent.)
 """
 
 import importlib.util
@@ -18,7 +19,7 @@ import grpc
 from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
 
 GRPC_PROTO = "/usr/share/grpc-proto"
-address, token, workdir = sys.argv[1:4]
+address, token, workdir, committed_set = sys.argv[1:5]
 
 
 def reflection_module(version):
@@ -125,6 +126,12 @@ listed, by_name, by_symbol, by_method, by_entry, missing_file, missing_symbol, e
 )
 out["services"] = sorted(s.name for s in listed.list_services_response.service)
 out["by_filename"] = [{"name": f.name, "dependency": list(f.dependency)} for f in files_of(by_name)]
+with open(committed_set, "rb") as f:
+    committed = {p.name: p.SerializeToString() for p in descriptor_pb2.FileDescriptorSet.FromString(f.read()).file}
+out["by_filename_as_committed"] = [
+    raw == committed[descriptor_pb2.FileDescriptorProto.FromString(raw).name]
+    for raw in by_name.file_descriptor_response.file_descriptor_proto
+]
 out["by_symbol"] = [f.name for f in files_of(by_symbol)]
 out["by_method"] = [f.name for f in files_of(by_method)][:1]
 out["by_entry"] = [f.name for f in files_of(by_entry)][:1]
