@@ -615,7 +615,7 @@ describe('gRPC admin API', () => {
   it('serves reflection: a client with no .proto files lists the services and calls the API from reflected descriptors', async () => {
     const reflectionDef = loadSync('grpc/reflection/v1alpha/reflection.proto', {
       ...LOADER,
-      includeDirs: [resolve(__dirname, '..', '..', 'node_modules', '@grpc', 'reflection', 'build', 'proto')],
+      includeDirs: [resolve(__dirname, '..', '..', 'schemas', 'proto')],
     });
     const reflectionPkg = loadPackageDefinition(reflectionDef) as unknown as {
       grpc: {
@@ -678,7 +678,7 @@ describe('gRPC admin API', () => {
       dynamic.GetJob!({ job_id: 'acme-3' }, md, (e, r) => (e ? fail(e) : done(r))),
     );
     expect(got).toMatchObject({ job_id: 'acme-3', tenant_id: 'acme' });
-    // Descriptor-built clients see map fields as their entries.
+    // protobufjs, building types from a descriptor set, gives map fields as their repeated entries.
     expect(got.labels).toEqual([{ key: 'team', value: 'platform' }]);
     dynamic.close();
     reflection.close();
