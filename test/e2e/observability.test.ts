@@ -16,6 +16,7 @@ import { testDatabase, type TestDatabase } from '../support/db';
 import { eventually, freePort, isolate, type Isolation } from '../support/env';
 import { testKafkaBus, TopicTap } from '../support/kafka';
 import { WebhookReceiver } from '../support/receiver';
+import { OpenApiContract } from '../support/openapi';
 import { seedJobs } from '../support/seed';
 
 /** OTLP span kinds. */
@@ -167,8 +168,9 @@ function parseMetrics(text: string): Sample[] {
   return out;
 }
 
-async function scrape(app: AppProcess): Promise<Sample[]> {
-  const res = await fetch(`${app.url}/metrics`);
+/** Scrapes an app's /metrics (through `get`, e.g. the API's document-checking fetch, when given). */
+async function scrape(app: AppProcess, get: typeof fetch = fetch): Promise<Sample[]> {
+  const res = await get(`${app.url}/metrics`);
   expect(res.status).toBe(200);
   return parseMetrics(await res.text());
 }
@@ -224,9 +226,12 @@ describe('observability', () => {
   let apps: AppProcess[] = [];
   let grpcAddress: string;
   let firesTopic: string;
+  /** The served OpenAPI document, which every REST response of the API is checked against. */
+  let contract: OpenApiContract;
+  let apiFetch: typeof fetch;
 
   const postJob = async (body: Record<string, unknown>) => {
-    const res = await fetch(`${api.url}/v1/jobs`, {
+    const res = await apiFetch(`${api.url}/v1/jobs`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(body),
@@ -255,6 +260,8 @@ describe('observability', () => {
     api = startApp('api', env, await freePort());
     apps = [api];
     await api.ready();
+    contract = await OpenApiContract.served(api.url);
+    apiFetch = contract.fetch(api.url);
     scheduler = startApp('scheduler', env, await freePort());
     executor = startApp('executor', env, await freePort());
     apps.push(scheduler, executor);
@@ -416,7 +423,7 @@ describe('observability', () => {
       schedule: { kind: 'once', at: new Date(Date.now() + 3_600_000).toISOString() },
       target: { type: 'webhook', url: receiver.url('/hook') },
     });
-    const res = await fetch(`${api.url}/v1/jobs/${job.job_id}/trigger`, { method: 'POST' });
+    const res = await apiFetch(`${api.url}/v1/jobs/${job.job_id}/trigger`, { method: 'POST' });
     expect(res.status).toBeLessThan(300);
     const message = await eventually(
       'the triggered fire on the fires topic',
@@ -611,7 +618,7 @@ describe('observability', () => {
     expect(commandsLag.reduce((n, l) => n + l.value, 0)).toBeLessThanOrEqual(1);
 
     // The API measures its requests by route template.
-    const http = pick(await scrape(api), 'http_server_request_duration_count', {
+    const http = pick(await scrape(api, apiFetch), 'http_server_request_duration_count', {
       http_request_method: 'POST',
       http_route: '/v1/jobs',
       http_response_status_code: '201',
@@ -718,7 +725,7 @@ describe('observability', () => {
   });
 
   it('is ready when PostgreSQL and Kafka answer, and says so the same way on HTTP and gRPC', async () => {
-    const ready = await fetch(`${api.url}/health/ready`);
+    const ready = await apiFetch(`${api.url}/health/ready`);
     expect(ready.status).toBe(200);
     expect(await ready.json()).toEqual({ status: 'ready', checks: { postgres: 'up', kafka: 'up' } });
     const schedulerReady = (await (await fetch(`${scheduler.url}/health/ready`)).json()) as {
@@ -746,7 +753,16 @@ describe('observability', () => {
       const body = await eventually(
         'the API to answer its readiness probe',
         async () => {
+          // Connection refused while it starts; an answer that breaks the document fails the test.
           const res = await fetch(`${lonely.url}/health/ready`).catch(() => undefined);
+          if (res)
+            contract.assert({
+              method: 'GET',
+              url: '/health/ready',
+              status: res.status,
+              contentType: res.headers.get('content-type'),
+              body: await res.clone().text(),
+            });
           return res
             ? { status: res.status, body: (await res.json()) as { checks?: Record<string, string> } }
             : undefined;
