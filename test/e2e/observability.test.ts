@@ -6,6 +6,7 @@
  * log lines carry the occurrence and its trace and never the payload; readiness says whether
  * PostgreSQL and Kafka answer, on HTTP and on the gRPC health service alike.
  */
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { shardOf } from '@tickwork/domain';
@@ -177,6 +178,28 @@ async function scrape(app: AppProcess, get: typeof fetch = fetch): Promise<Sampl
 
 const pick = (samples: readonly Sample[], name: string, labels: Record<string, string> = {}) =>
   samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
+
+/** `promtool check metrics` (Prometheus's own linter) on a scrape: its exit code and complaints. */
+function promtoolCheckMetrics(text: string): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('promtool', ['check', 'metrics'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (c: Buffer) => (output += c.toString('utf8')));
+    child.stderr.on('data', (c: Buffer) => (output += c.toString('utf8')));
+    child.once('error', (e) =>
+      reject(new Error(`promtool is not installed (apt-get install prometheus): ${e.message}`)),
+    );
+    child.once('close', (code) => resolve({ code, output }));
+    child.stdin.end(text);
+  });
+}
+
+/** The Prometheus name suffix each unit calls for (OpenTelemetry's Prometheus compatibility rules). */
+const UNIT_SUFFIX: Record<string, { suffix: string; gaugesOnly?: boolean }> = {
+  s: { suffix: '_seconds' },
+  By: { suffix: '_bytes' },
+  '1': { suffix: '_ratio', gaugesOnly: true },
+};
 
 /**
  * Waits until every span of the trace has its parent collected (an app exports a parent span
@@ -585,8 +608,8 @@ describe('observability', () => {
     expect(pick(samples, 'tickwork_outbox_pending')).toHaveLength(4);
     expect(pick(samples, 'tickwork_due_backlog')).toHaveLength(4);
     // Process basics from the runtime instrumentation.
-    expect(pick(samples, 'nodejs_eventloop_delay_p99').length).toBeGreaterThan(0);
-    expect(pick(samples, 'v8js_memory_heap_used').length).toBeGreaterThan(0);
+    expect(pick(samples, 'nodejs_eventloop_delay_p99_seconds').length).toBeGreaterThan(0);
+    expect(pick(samples, 'v8js_memory_heap_used_bytes').length).toBeGreaterThan(0);
 
     // Consumer lag per group and partition: every fires partition of the executor group, each
     // between 0 and the messages on that partition (what is uncommitted of them, no more).
@@ -618,7 +641,7 @@ describe('observability', () => {
     expect(commandsLag.reduce((n, l) => n + l.value, 0)).toBeLessThanOrEqual(1);
 
     // The API measures its requests by route template.
-    const http = pick(await scrape(api, apiFetch), 'http_server_request_duration_count', {
+    const http = pick(await scrape(api, apiFetch), 'http_server_request_duration_seconds_count', {
       http_request_method: 'POST',
       http_route: '/v1/jobs',
       http_response_status_code: '201',
@@ -721,6 +744,79 @@ describe('observability', () => {
       expect(server.attributes).toMatchObject({ 'rpc.system': 'grpc', 'rpc.method': 'GetJob' });
     } finally {
       client.close();
+    }
+  });
+
+  it('exports conventional Prometheus names: promtool check metrics passes on every app, and units are name suffixes', async () => {
+    // One gRPC call of its own, so the RPC histogram has a series whatever ran before.
+    const client = new AdminTestClient(grpcAddress);
+    try {
+      await client.call('GetJob', { job_id: 'no-such-job' });
+    } finally {
+      client.close();
+    }
+    // Series each app must have, under their unit-suffixed names (GC and event-loop delay are
+    // sampled on timers: waited for, bounded).
+    const expected: [AppProcess, string[]][] = [
+      [
+        api,
+        [
+          'http_server_request_duration_seconds_bucket',
+          'rpc_server_call_duration_seconds_bucket',
+          'v8js_gc_duration_seconds_bucket',
+          'nodejs_eventloop_delay_p99_seconds',
+          'nodejs_eventloop_utilization_ratio',
+          'v8js_memory_heap_used_bytes',
+        ],
+      ],
+      [
+        scheduler,
+        [
+          'nodejs_eventloop_delay_p99_seconds',
+          'nodejs_eventloop_time_seconds_total',
+          'v8js_memory_heap_used_bytes',
+        ],
+      ],
+      [
+        executor,
+        [
+          'nodejs_eventloop_delay_p99_seconds',
+          'nodejs_eventloop_time_seconds_total',
+          'v8js_memory_heap_used_bytes',
+        ],
+      ],
+    ];
+    for (const [app, names] of expected) {
+      const text = await eventually(`${app.name} to export ${names.join(', ')}`, async () => {
+        const res = await (app === api ? apiFetch : fetch)(`${app.url}/metrics`);
+        const body = await res.text();
+        const present = new Set(parseMetrics(body).map((x) => x.name));
+        return names.every((n) => present.has(n)) ? body : undefined;
+      });
+      const lint = await promtoolCheckMetrics(text);
+      expect({ app: app.name, ...lint }).toEqual({ app: app.name, code: 0, output: '' });
+
+      // Every metric that states a unit carries it in its name (what OpenMetrics requires).
+      const types = new Map([...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => [m[1]!, m[2]!]));
+      const units = [...text.matchAll(/^# UNIT (\S+) (\S+)$/gm)].map((m) => [m[1]!, m[2]!] as const);
+      expect(units.length).toBeGreaterThan(5);
+      const unsuffixed = units.filter(([name, unit]) => {
+        const rule = UNIT_SUFFIX[unit];
+        const type = types.get(name);
+        if (!rule || (rule.gaugesOnly && type !== 'gauge')) return false;
+        return !name.replace(/_total$/, '').endsWith(rule.suffix);
+      });
+      expect({ app: app.name, unsuffixed }).toEqual({ app: app.name, unsuffixed: [] });
+      // The old names are gone.
+      const present = new Set(parseMetrics(text).map((x) => x.name));
+      for (const old of [
+        'http_server_request_duration_bucket',
+        'rpc_server_call_duration_bucket',
+        'v8js_gc_duration_bucket',
+        'nodejs_eventloop_delay_p99',
+        'v8js_memory_heap_used',
+      ])
+        expect(present.has(old)).toBe(false);
     }
   });
 
