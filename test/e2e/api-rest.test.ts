@@ -283,6 +283,33 @@ describe('REST API /v1', () => {
       (await http('GET', `/v1/jobs/pt-1/occurrences?page_size=1&page_token=${occToken}`, { token: B }))
         .status,
     ).toBe(200);
+
+    // Dead letters (the executor's ledger rows for the two fires, as it writes them): a token of
+    // job_id=pt-1 is refused for another job or none. Runs, a run and dead letters with content
+    // go through the document check too.
+    await db.query(
+      `INSERT INTO job_runs (job_id, fence_token, tenant_id, fire_id, nominal_time, scheduled_for, attempt, status, started_at, finished_at, http_status, error)
+       SELECT 'pt-1', f.fence_token, 'globex', 'pt-1:' || f.fence_token, f.nominal_time, f.scheduled_for, 5, 'DEAD_LETTERED', now(), now(), 500, 'HTTP 500'
+         FROM fires f WHERE f.job_id = 'pt-1'`,
+    );
+    expect(((await http('GET', '/v1/jobs/pt-1/runs', { token: B })).body.runs as Json[]).length).toBe(2);
+    expect((await http('GET', '/v1/jobs/pt-1/runs/1', { token: B })).body).toMatchObject({
+      fire_id: 'pt-1:1',
+      status: 'DEAD_LETTERED',
+    });
+    const dl = await http('GET', '/v1/dead-letters?job_id=pt-1&page_size=1', { token: B });
+    expect((dl.body.dead_letters as Json[]).map((d) => d.job_id)).toEqual(['pt-1']);
+    const dlToken = encodeURIComponent(dl.body.next_page_token as string);
+    expect(dlToken.length).toBeGreaterThan(0);
+    for (const other of ['job_id=pt-2&', '']) {
+      const r = await http('GET', `/v1/dead-letters?${other}page_size=1&page_token=${dlToken}`, { token: B });
+      expect(r.status).toBe(400);
+      refused(r.body);
+    }
+    const dlNext = await http('GET', `/v1/dead-letters?job_id=pt-1&page_size=1&page_token=${dlToken}`, {
+      token: B,
+    });
+    expect((dlNext.body.dead_letters as Json[]).length).toBe(1);
   });
 
   it('the contract check is not vacuous: it refuses what the served document does not say', async () => {
