@@ -60,6 +60,7 @@ describe('a client generated from the served OpenAPI document (openapi-typescrip
     await iso?.dispose();
   });
 
+  // Generating and type-checking take tens of seconds on a loaded machine: a bound of its own.
   it('is generated from /v1/openapi.json, type-checks, and creates, reads, lists by page, patches, pauses and deletes jobs', async () => {
     expect(await run([join(CLIENT_DIR, 'generate.mjs'), `${api.url}/v1/openapi.json`])).toContain(
       '/v1/openapi.json',
@@ -121,6 +122,5 @@ describe('a client generated from the served OpenAPI document (openapi-typescrip
         'DeleteJob 204',
       ]),
     );
-    // Generating and type-checking take tens of seconds on a loaded machine.
   }, 300_000);
 });
