@@ -223,6 +223,12 @@ describe('gRPC admin API', () => {
       ok: false,
       code: status.INVALID_ARGUMENT,
     });
+    // A token is bound to its listing's filters: asked with other labels or status, it is refused.
+    for (const other of [{ labels: { team: 'other' } }, { status: 'JOB_STATUS_PAUSED' }]) {
+      const refused = await a.call('ListJobs', { page_size: 1, page_token: first.next_page_token, ...other });
+      expect(refused).toMatchObject({ ok: false, code: status.INVALID_ARGUMENT });
+      expect(refused.ok ? [] : refused.violations.map((v) => v.field)).toEqual(['page_token']);
+    }
     expect(await a.call('ListJobs', { status: 'JOB_STATUS_PAUSED' })).toMatchObject({
       ok: true,
       res: { jobs: [] },
