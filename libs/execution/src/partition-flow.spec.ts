@@ -418,21 +418,27 @@ describe('PartitionFlow', () => {
       ]);
     });
 
-    it('gathers the slots a settling group frees into the next group, across partitions', async () => {
+    it('gathers the slots a settling group frees into one group across partitions, in due order', async () => {
       const proc = new GroupingProcessor();
       const slots = new Slots(4);
       const flow = new PartitionFlow(new Control(), slots, proc);
-      const a = batchOf('fires', 0, [1, 2, 3, 4, 5, 6, 7, 8]);
-      const b = batchOf('fires', 1, [11, 12, 13]);
+      const now = Date.now();
+      // On time (started at once), due a few ms apart: partition 1's interleave with partition 0's.
+      const a = batchOf('fires', 0, [1, 2, 3, 4, 5, 6, 7, 8], (o) => ({
+        'tickwork-due-at': String(now + o * 10),
+      }));
+      const b = batchOf('fires', 1, [11, 12, 13], (o) => ({
+        'tickwork-due-at': String(now + (o - 10) * 10 + 55),
+      }));
       await flow.onBatch(a.batch);
       await flow.onBatch(b.batch);
       expect(proc.groups).toEqual([['1', '2', '3', '4']]);
       for (const o of ['1', '2', '3', '4']) proc.finish(o);
       await tick();
       await tick();
-      // Each waiting partition was handed a slot; the rest of the freed slots joined them, so
-      // they went out as one group per partition, not one message each.
-      expect(proc.groups.slice(1)).toEqual([['5', '6', '7'], ['11']]);
+      // The four freed slots went out as one group, not one message each, to the most overdue
+      // fires of both partitions: 5 (due +50 ms), 6 (+60), 11 (+65), 7 (+70).
+      expect(proc.groups.slice(1)).toEqual([['5', '6', '11', '7']]);
       expect(slots.inUse()).toBe(4);
       while (proc.running().length > 0) {
         for (const o of proc.running()) proc.finish(o);

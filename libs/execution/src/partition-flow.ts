@@ -45,8 +45,8 @@ export interface MessageProcessor {
   /** Processes one message; a throw is treated as a transient failure and retried with backoff. */
   process(message: InboundMessage, signal: AbortSignal): Promise<ProcessResult>;
   /**
-   * Processes messages of one partition together, one result each (as `process` would give it),
-   * each settling on its own. Absent: `process` for each.
+   * Processes messages together (of one partition, or of several in due order), one result each
+   * (as `process` would give it), each settling on its own. Absent: `process` for each.
    */
   processMany?(messages: readonly InboundMessage[], signal: AbortSignal): Promise<ProcessResult>[];
 }
@@ -116,7 +116,6 @@ class PartitionWork {
   waitingForSlot = false;
   /** Slots handed to this partition by a release and not used yet (see pump). */
   granted = 0;
-  pumpScheduled = false;
   discarded = false;
   /**
    * Per job, the latest message not started yet that is parked or blocked: a later message of
@@ -249,33 +248,64 @@ export class PartitionFlow {
   }
 
   /**
-   * Starts the partitions that were given batches, merging their ready messages by due time into
-   * the free slots (each partition's own order kept); what does not fit waits for slots by due time.
+   * Starts the partitions that were given batches (or slots) since the last dispatch: their ready
+   * messages, merged by due time (each partition's own order kept), go to the processor as one
+   * group as far as the slots go, so a backlog of several partitions starts most overdue first and
+   * shares one ledger write; what does not fit waits for slots by due time.
    */
   private dispatchFresh(): void {
     this.dispatchScheduled = false;
-    const parts = [...this.fresh].filter((w) => !w.discarded && w.ready.length > 0);
+    const parts = [...this.fresh];
     this.fresh.clear();
-    if (parts.length > 1 && this.processor.processMany && !this.stopping && !this.suspended) {
-      const taken = new Map<PartitionWork, number>(parts.map((w) => [w, w.granted]));
-      for (;;) {
+    // Slots handed to these partitions are pooled: whichever partition's fire is most overdue uses them.
+    let slots = 0;
+    for (const w of parts) {
+      slots += w.granted;
+      w.granted = 0;
+    }
+    const live = parts.filter((w) => !w.discarded && w.ready.length > 0);
+    if (this.processor.processMany && !this.stopping && !this.suspended && live.length > 0) {
+      const taken = new Map<PartitionWork, number>(live.map((w) => [w, 0]));
+      const picked: { w: PartitionWork; e: Entry }[] = [];
+      while (picked.length < MAX_GROUP) {
         let best: PartitionWork | undefined;
         let bestDue = Infinity;
-        for (const w of parts) {
+        for (const w of live) {
           const i = taken.get(w)!;
-          if (i < w.ready.length && i < MAX_GROUP && w.ready[i]!.due < bestDue) {
+          if (i < w.ready.length && w.ready[i]!.due < bestDue) {
             best = w;
             bestDue = w.ready[i]!.due;
           }
         }
-        if (best === undefined || !this.slots.tryAcquire()) break;
-        taken.set(best, taken.get(best)! + 1);
-        best.granted++;
+        if (best === undefined) break;
+        if (slots === 0) {
+          if (!this.slots.tryAcquire()) break;
+          slots++;
+        }
+        slots--;
+        const i = taken.get(best)!;
+        picked.push({ w: best, e: best.ready[i]! });
+        taken.set(best, i + 1);
       }
-      // Partitions with the earliest heads first: their waiters, if any, rank ahead anyway.
-      parts.sort((a, b) => a.ready[0]!.due - b.ready[0]!.due);
+      for (const [w, n] of taken) w.ready.splice(0, n);
+      if (picked.length > 0) this.runAcross(picked);
     }
+    for (; slots > 0; slots--) this.slots.release();
     for (const w of parts) this.pump(w);
+  }
+
+  /** Runs messages of several partitions as one group (processMany), each holding a slot taken for it. */
+  private runAcross(picked: readonly { w: PartitionWork; e: Entry }[]): void {
+    let results: Promise<ProcessResult>[];
+    try {
+      results = this.processor.processMany!(
+        picked.map((p) => p.e.message!),
+        this.abort.signal,
+      );
+    } catch (err) {
+      results = picked.map(() => Promise.reject(err));
+    }
+    picked.forEach((p, i) => this.settleWhenDone(p.w, p.e, results[i]!));
   }
 
   /** The group started a rebalance: stop marking offsets until the new assignment is known. */
@@ -457,13 +487,12 @@ export class PartitionFlow {
             if (this.processor.processMany) {
               // Slots free up many at a time (a group settles together): keep this one and pump
               // once they have, so the freed slots go out as a group, not one message each.
+              // The partitions handed slots in one turn start together, most overdue first.
               w.granted++;
-              if (!w.pumpScheduled) {
-                w.pumpScheduled = true;
-                setImmediate(() => {
-                  w.pumpScheduled = false;
-                  this.pump(w);
-                });
+              this.fresh.add(w);
+              if (!this.dispatchScheduled) {
+                this.dispatchScheduled = true;
+                setImmediate(() => this.dispatchFresh());
               }
               return;
             }
