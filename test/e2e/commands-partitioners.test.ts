@@ -14,7 +14,7 @@ import { CommandCodec, type InboundMessage } from '@tickwork/messaging';
 import { Client as Pg } from 'pg';
 import { startApp, type AppProcess } from '../support/apps';
 import { eventually, freePort, isolate, STACK, type Isolation } from '../support/env';
-import { TopicTap } from '../support/kafka';
+import { testKafkaBus, TopicTap } from '../support/kafka';
 import {
   encodeWithPythonAvro,
   produceWithKcat,
@@ -163,21 +163,40 @@ describe('schedule commands from librdkafka producers, three schedulers', () => 
     return plans.map((p) => ({ jobId: p.jobId, partitioner, commandIds: p.ids, deleted: p.deleted }));
   };
 
-  /** Waits for every job's last command (the copy of its rejected RESUME) to be rejected again, then checks all. */
+  /**
+   * Waits until the scheduler group has committed every partition of the commands topic to its
+   * end: every command sent, and every forwarded copy (written before its source offset is
+   * committed), has been handled. Then checks every job.
+   */
   const expectEachAppliedOnceInOrder = async (sent: readonly Sent[], opts: { afterKill?: boolean } = {}) => {
-    await eventually(
-      'every copy of a rejected command rejected again',
-      () => {
-        const rejections = new Map<string, number>();
-        for (const m of rejectedTap.messages) {
-          const key = m.key?.toString() ?? '';
-          rejections.set(key, (rejections.get(key) ?? 0) + 1);
-        }
-        return sent.every((s) => (rejections.get(s.jobId) ?? 0) >= 2) ? true : undefined;
-      },
-      120_000,
-      250,
-    );
+    const admin = await testKafkaBus('tickwork-test').admin();
+    try {
+      await eventually(
+        'the scheduler group to commit every command',
+        async () => {
+          const lag = await admin.groupLag(`${iso.topicPrefix}.scheduler`, topic);
+          return lag.length === SHARDS && lag.every((p) => p.end === '0' || p.committed === p.end)
+            ? true
+            : undefined;
+        },
+        90_000,
+        250,
+      );
+      // The taps read on their own: wait until they hold everything on their topics now.
+      const ends = async (t: string) =>
+        (await admin.groupLag(`${iso.topicPrefix}.nobody`, t)).reduce((n, p) => n + Number(p.end), 0);
+      const [commands, rejected] = [await ends(topic), await ends(`${topic}.rejected`)];
+      await eventually(
+        'the taps to catch up',
+        () =>
+          commandsTap.messages.length >= commands && rejectedTap.messages.length >= rejected
+            ? true
+            : undefined,
+        30_000,
+      );
+    } finally {
+      await admin.disconnect();
+    }
     for (const s of sent) {
       const audit = await db.query<{ action: string; outcome: string; command_id: string }>(
         `SELECT action, outcome, details->>'command_id' AS command_id FROM audit_events
