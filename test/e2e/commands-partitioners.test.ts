@@ -284,6 +284,25 @@ describe('schedule commands from librdkafka producers, three schedulers', () => 
     }
     const forwardLines = apps.flatMap((a) => a.output.filter((l) => /forwarded \d+ command\(s\)/.test(l)));
     expect(forwardLines.length).toBeGreaterThan(0);
+    // Counted: tickwork_commands_total{outcome="forwarded"} over the schedulers = the copies on the topic.
+    const copies = commandsTap.messages.filter(
+      (m) => m.headers['tickwork-forwarded-from'] !== undefined,
+    ).length;
+    process.stdout.write(
+      `CRC32: ${misplaced.length} of ${sent.length} jobs on another shard's partition, ${copies} commands forwarded\n`,
+    );
+    const counted = async () => {
+      let n = 0;
+      for (const a of apps) {
+        const text = await (await fetch(`${a.url}/metrics`)).text();
+        for (const m of text.matchAll(/^tickwork_commands_total\{([^}]*)\} (\S+)$/gm))
+          if (m[1]!.includes('outcome="forwarded"')) n += Number(m[2]);
+      }
+      return n;
+    };
+    expect(
+      await eventually('the forwards counted', async () => ((await counted()) === copies ? true : undefined)),
+    ).toBe(true);
   });
 
   it('CRC32 producer while a scheduler is killed mid-stream: still each command once, in order', async () => {
