@@ -37,9 +37,13 @@ export async function encodeWithPythonAvro(
     const done = new Promise<void>((resolve, reject) => {
       let err = '';
       child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
-      child.on('error', reject);
+      child.on('error', (e: NodeJS.ErrnoException) =>
+        reject(e.code === 'ENOENT' ? new Error(`${PYTHON} is missing: apt-get install python3-avro`) : e),
+      );
       child.on('exit', (code) =>
-        code === 0 ? resolve() : reject(new Error(`avro encoder exited ${code}: ${err}`)),
+        code === 0
+          ? resolve()
+          : reject(new Error(`avro encoder exited ${code} (is python3-avro installed?): ${err}`)),
       );
     });
     child.stdin?.end(
@@ -90,7 +94,11 @@ export async function produceWithKcat(opts: {
         ...files,
       ],
       { timeout: 60_000 },
-    );
+    ).catch((e: NodeJS.ErrnoException) => {
+      if (e.code === 'ENOENT')
+        throw new Error('kcat is missing: apt-get install kcat (test/run does, as root)');
+      throw e;
+    });
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
