@@ -133,7 +133,9 @@ export class JobService {
       status = req.status as JobStatus;
     }
     const limit = pageSize(req.pageSize);
-    const position = decodePageToken(req.pageToken, 'jobs');
+    // The token is bound to the effective filters (the tenant scope as resolved, not as asked).
+    const filters = { tenant_id: tenantId, status, label: req.labels ?? {} };
+    const position = decodePageToken(req.pageToken, 'jobs', filters);
     const after = typeof position?.after === 'string' ? position.after : undefined;
     const { jobs, cut } = await this.jobs.listJobs({
       tenantId,
@@ -148,7 +150,7 @@ export class JobService {
     return {
       jobs: page,
       nextPageToken:
-        (jobs.length > limit || cut) && last ? encodePageToken('jobs', { after: last.jobId }) : '',
+        (jobs.length > limit || cut) && last ? encodePageToken('jobs', { after: last.jobId }, filters) : '',
     };
   }
 
