@@ -4,7 +4,7 @@
  * Exactly-once effect on re-delivery, the retry path through the tier topics, dead letters,
  * Retry-After, hanging webhooks, bad input, the SSRF guard and the Kafka target.
  */
-import type { FireEvent, Target } from '@tickwork/domain';
+import type { FireEvent, FireResult, Target } from '@tickwork/domain';
 import { startApp, type AppProcess } from '../support/apps';
 import { testDatabase, type TestDatabase } from '../support/db';
 import { eventually, freePort } from '../support/env';
@@ -75,6 +75,20 @@ describe('executor delivery', () => {
       },
       45_000,
     );
+  /** The run's started_at and finished_at as epoch ms (what a FireResult's Avro timestamps hold). */
+  const ledgerTimes = async (jobId: string) => {
+    const { rows } = await db.pool.query<{ started_at: string; finished_at: string }>(
+      `SELECT floor(extract(epoch FROM started_at) * 1000)::bigint::text AS started_at,
+              floor(extract(epoch FROM finished_at) * 1000)::bigint::text AS finished_at
+         FROM job_runs WHERE job_id = $1`,
+      [jobId],
+    );
+    return { startedAt: Number(rows[0]!.started_at), finishedAt: Number(rows[0]!.finished_at) };
+  };
+  const timesOf = (r: FireResult) => ({
+    startedAt: r.startedAt.getTime(),
+    finishedAt: r.finishedAt.getTime(),
+  });
   const job = async (jobId: string, target: Target, policies = quickRetry()): Promise<FireEvent> => {
     await insertJob(db.pool, jobId, target, policies);
     return fireOf(jobId, target);
@@ -96,6 +110,12 @@ describe('executor delivery', () => {
       );
       expect(callsTo('/once-1')).toHaveLength(1);
       expect(callsTo('/once-1')[0]!.headers['webhook-id']).toBe('once-1:1');
+      // The attempt's result, first published and re-published, carries the ledger's times.
+      const ledger = await ledgerTimes('once-1');
+      expect(results.map(timesOf)).toEqual(results.map(() => ledger));
+      expect(results.map((r) => r.durationMs)).toEqual(
+        results.map(() => ledger.finishedAt - ledger.startedAt),
+      );
       expect(await run('once-1')).toMatchObject([{ status: 'SUCCEEDED', attempt: 1 }]);
     },
     T,
@@ -139,6 +159,8 @@ describe('executor delivery', () => {
         [3, 'SUCCEEDED', 200],
       ]);
       expect(out.dlqFor('flaky-1')).toHaveLength(0);
+      // The ledger keeps the last attempt's times (one row per fire): its result carries exactly those.
+      expect(timesOf(results[2]!)).toEqual(await ledgerTimes('flaky-1'));
     },
     T,
   );
@@ -329,6 +351,9 @@ describe('executor delivery', () => {
           const r = out.results.messages.filter((x) => x.key?.toString() === 'kafka-1');
           return r.length >= 2 ? r : undefined;
         });
+        // The unleased record's result and the re-delivery's both carry the ledger's times.
+        const ledger = await ledgerTimes('kafka-1');
+        expect((await out.resultsFor('kafka-1')).map(timesOf)).toEqual([ledger, ledger]);
         expect(sink.tap.messages.filter((x) => x.headers['tickwork-fire-id'] === 'kafka-1:1')).toHaveLength(
           1,
         );

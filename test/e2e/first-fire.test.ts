@@ -126,6 +126,23 @@ describe('first end-to-end fire', () => {
         httpStatus: 200,
         attempt: 1,
       });
+      // One clock: the result carries the run ledger's own times for this attempt (to the
+      // millisecond its Avro timestamps hold), not the executor's.
+      const ledger = await db.query<{ started_ms: string; finished_ms: string }>(
+        `SELECT floor(extract(epoch FROM started_at) * 1000)::bigint::text AS started_ms,
+                floor(extract(epoch FROM finished_at) * 1000)::bigint::text AS finished_ms
+           FROM job_runs WHERE job_id = $1 AND fence_token = 1`,
+        [created.job_id],
+      );
+      expect({
+        startedAt: results[0]!.startedAt.getTime(),
+        finishedAt: results[0]!.finishedAt.getTime(),
+        durationMs: results[0]!.durationMs,
+      }).toEqual({
+        startedAt: Number(ledger.rows[0]!.started_ms),
+        finishedAt: Number(ledger.rows[0]!.finished_ms),
+        durationMs: Number(ledger.rows[0]!.finished_ms) - Number(ledger.rows[0]!.started_ms),
+      });
     } finally {
       await tap.close();
     }

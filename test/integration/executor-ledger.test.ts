@@ -51,7 +51,7 @@ describe('run ledger for the executor', () => {
         error: 'HTTP 503',
         nextAttemptAt: notBefore,
       }),
-    ).toBe(true);
+    ).not.toBeNull();
 
     // A re-delivery of attempt 1 sees the retry scheduled, not yet handed off.
     const dup = await begin(fire, 'exec-b');
@@ -71,14 +71,14 @@ describe('run ledger for the executor', () => {
     if (a2.action !== 'execute') throw new Error('expected execute');
     expect(
       await runs.completeRun(fire, a1.leaseToken, { status: 'SUCCEEDED', httpStatus: 200, error: null }),
-    ).toBe(false);
+    ).toBeNull();
     expect(await begin({ ...fire, attempt: 2 }, 'exec-d')).toMatchObject({
       action: 'skip',
       reason: 'LEASE_HELD',
     });
     expect(
       await runs.completeRun(fire, a2.leaseToken, { status: 'SUCCEEDED', httpStatus: 200, error: null }),
-    ).toBe(true);
+    ).not.toBeNull();
     const row = await runs.findRunState(fire);
     expect(row).toMatchObject({
       status: 'SUCCEEDED',
@@ -220,8 +220,16 @@ describe('batched ledger writes', () => {
         outcome: { status: 'RETRYING', httpStatus: 503, error: 'HTTP 503', nextAttemptAt: new Date() },
       },
     ]);
-    expect(ok).toEqual([true, false, true]);
+    expect(ok.map(Boolean)).toEqual([true, false, true]);
     expect((await runs.findRunState(b))?.status).toBe('RETRYING');
+    // Each recorded completion answers with the run's times as the ledger stored them.
+    for (const [key, answer] of [
+      [a, ok[0]],
+      [b, ok[2]],
+    ] as const) {
+      const stored = await runs.findRun(key);
+      expect(answer).toEqual({ startedAt: stored!.startedAt, finishedAt: stored!.finishedAt });
+    }
   });
 });
 
@@ -258,7 +266,7 @@ describe('ledger writes tried again after their answer was lost', () => {
       leaseToken: token,
     });
     expect(await tokenOf(fire)).toBe(token);
-    expect(await runs.completeRun(fire, token, done)).toBe(true);
+    expect(await runs.completeRun(fire, token, done)).not.toBeNull();
   });
 
   it("takes back at once a live lease its own issuer gave up; another issuer's live lease is left alone", async () => {
@@ -279,8 +287,8 @@ describe('ledger writes tried again after their answer was lost', () => {
       takenOver: true,
     });
     // The given-up lease is fenced out; the new one records.
-    expect(await runs.completeRun(fire, abandoned, { ...done, retried: true })).toBe(false);
-    expect(await runs.completeRun(fire, again, done)).toBe(true);
+    expect(await runs.completeRun(fire, abandoned, { ...done, retried: true })).toBeNull();
+    expect(await runs.completeRun(fire, again, done)).not.toBeNull();
   });
 
   it('a retried completeRun recognises its own committed write; nothing else passes', async () => {
@@ -293,28 +301,30 @@ describe('ledger writes tried again after their answer was lost', () => {
       error: 'HTTP 503',
       nextAttemptAt: new Date(Date.now() + 60_000),
     } as const;
-    expect(await runs.completeRun(fire, token, retrying)).toBe(true);
+    expect(await runs.completeRun(fire, token, retrying)).not.toBeNull();
     await runs.markHandedOff(fire, 'RETRYING', 1);
     // Tried again after the answer was lost: recorded, and the hand-off mark left as it was.
-    expect(await runs.completeRun(fire, token, { ...retrying, retried: true })).toBe(true);
+    expect(await runs.completeRun(fire, token, { ...retrying, retried: true })).not.toBeNull();
     expect((await runs.findRunState(fire))?.handedOffAt).not.toBeNull();
     // Not a retry, another status, or another lease: fenced out as before.
-    expect(await runs.completeRun(fire, token, retrying)).toBe(false);
-    expect(await runs.completeRun(fire, token, { ...done, retried: true })).toBe(false);
-    expect(await runs.completeRun(fire, issueLeaseToken(me), { ...retrying, retried: true })).toBe(false);
+    expect(await runs.completeRun(fire, token, retrying)).toBeNull();
+    expect(await runs.completeRun(fire, token, { ...done, retried: true })).toBeNull();
+    expect(await runs.completeRun(fire, issueLeaseToken(me), { ...retrying, retried: true })).toBeNull();
   });
 
   it('a retried unleased record recognises the row it stored; a concurrent delivery’s row is not its own', async () => {
     await insertJob(db.pool, 'lost-record', target);
     const fire = fireOf('lost-record', target);
     const run = { fire, owner: 'exec-a', durationMs: 4, httpStatus: null, leaseToken: issueLeaseToken(me) };
-    expect(await runs.recordUnleasedRuns([run])).toEqual([true]);
-    expect(await runs.recordUnleasedRuns([{ ...run, retried: true }])).toEqual([true]);
-    expect(await runs.recordUnleasedRuns([run])).toEqual([false]);
+    expect((await runs.recordUnleasedRuns([run])).map(Boolean)).toEqual([true]);
+    expect((await runs.recordUnleasedRuns([{ ...run, retried: true }])).map(Boolean)).toEqual([true]);
+    expect((await runs.recordUnleasedRuns([run])).map(Boolean)).toEqual([false]);
     expect(
-      await runs.recordUnleasedRuns([
-        { ...run, owner: 'exec-b', leaseToken: issueLeaseToken(newLeaseIssuer()), retried: true },
-      ]),
+      (
+        await runs.recordUnleasedRuns([
+          { ...run, owner: 'exec-b', leaseToken: issueLeaseToken(newLeaseIssuer()), retried: true },
+        ])
+      ).map(Boolean),
     ).toEqual([false]);
     // A batch mixing a retried record with a fresh one answers each.
     const fresh = {
@@ -322,7 +332,10 @@ describe('ledger writes tried again after their answer was lost', () => {
       fire: fireOf('lost-record', target, { fenceToken: 2 }),
       leaseToken: issueLeaseToken(me),
     };
-    expect(await runs.recordUnleasedRuns([{ ...run, retried: true }, fresh])).toEqual([true, true]);
+    expect((await runs.recordUnleasedRuns([{ ...run, retried: true }, fresh])).map(Boolean)).toEqual([
+      true,
+      true,
+    ]);
     const { rows } = await db.pool.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM job_runs WHERE job_id = 'lost-record' AND status = 'SUCCEEDED'`,
     );

@@ -680,7 +680,7 @@ describe('schedule store', () => {
       if (first.action !== 'execute') throw new Error('unreachable');
       expect(
         await runs.completeRun(fire, first.leaseToken, { status: 'SUCCEEDED', httpStatus: 200, error: null }),
-      ).toBe(true);
+      ).not.toBeNull();
       expect(await runs.beginRun(fire, 'exec-b', 30_000)).toMatchObject({
         action: 'skip',
         reason: 'ALREADY_FINAL',
@@ -701,7 +701,7 @@ describe('schedule store', () => {
       expect(await runs.heartbeat(f2, a.leaseToken, 30_000)).toBe(false);
       expect(
         await runs.completeRun(f2, a.leaseToken, { status: 'SUCCEEDED', httpStatus: 200, error: null }),
-      ).toBe(false);
+      ).toBeNull();
       if (b.action !== 'execute') throw new Error('expected execute');
       expect(
         await runs.completeRun(f2, b.leaseToken, {
@@ -709,7 +709,7 @@ describe('schedule store', () => {
           httpStatus: 400,
           error: 'HTTP 400',
         }),
-      ).toBe(true);
+      ).not.toBeNull();
       expect((await runs.findRun(f2))?.status).toBe('DEAD_LETTERED');
     });
 
@@ -730,12 +730,14 @@ describe('schedule store', () => {
       ).toEqual([true, false, false, true]);
 
       expect(
-        await runs.recordUnleasedRuns([
-          { fire: at('unleased-1', 1), owner: 'exec-b', durationMs: 40, httpStatus: null },
-          // The leased run recorded first: it stands.
-          { fire: at('unleased-1', 2), owner: 'exec-b', durationMs: 40, httpStatus: null },
-          { fire: at('unleased-1', 3), owner: 'exec-b', durationMs: 0, httpStatus: null },
-        ]),
+        (
+          await runs.recordUnleasedRuns([
+            { fire: at('unleased-1', 1), owner: 'exec-b', durationMs: 40, httpStatus: null },
+            // The leased run recorded first: it stands.
+            { fire: at('unleased-1', 2), owner: 'exec-b', durationMs: 40, httpStatus: null },
+            { fire: at('unleased-1', 3), owner: 'exec-b', durationMs: 0, httpStatus: null },
+          ])
+        ).map(Boolean),
       ).toEqual([true, false, true]);
       const one = await runs.findRunState(at('unleased-1', 1));
       expect(one).toMatchObject({
@@ -762,7 +764,7 @@ describe('schedule store', () => {
           durationMs: 1,
           httpStatus: null,
         }),
-      ).toBe(false);
+      ).toBeNull();
     });
 
     it('renews many leases in one statement, and only those still held', async () => {

@@ -447,12 +447,28 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
         applied: (type) => counter.add(1, { outcome: 'applied', type }),
         duplicate: (type) => counter.add(1, { outcome: 'duplicate', type }),
         rejected: (code) => counter.add(1, { outcome: 'rejected', code }),
+        forwarded: (count) => counter.add(count, { outcome: 'forwarded' }),
       },
       {
+        shardCount: c.shardCount,
         maxCommandBytes: c.api.maxPayloadBytes + 64 * 1024,
         storeHealthy: async () => (await this.pool.query('SELECT 1')).rowCount === 1,
-        log: (message) => this.log.warn(message),
+        log: (message, level) => (level === 'info' ? this.log.log(message) : this.log.warn(message)),
       },
+      // Misplaced commands go to their shard's partition in one send, in their order: an
+      // idempotent producer keeps that order on the partition, so a job's commands stay in order.
+      (misplaced) =>
+        this.producer!.send([
+          {
+            topic: c.topics.commands,
+            messages: misplaced.map(({ message: m, shard }) => ({
+              key: m.key,
+              value: m.value,
+              partition: shard,
+              headers: { ...m.headers, 'tickwork-forwarded-from': `${m.topic}/${m.partition}/${m.offset}` },
+            })),
+          },
+        ]),
     );
   }
 

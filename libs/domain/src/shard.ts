@@ -1,7 +1,8 @@
 /**
  * Shard assignment. A job's shard is the partition its job_id maps to in the commands topic
  * under Kafka's default partitioner (murmur2 of the key bytes), so the scheduler instance that
- * owns partition N owns shard N, and commands keyed by job_id land on the owner.
+ * owns partition N owns shard N, and commands keyed by job_id land on the owner when their
+ * producer partitions as Java's client does (others are forwarded there: see shardOfKey).
  */
 
 const SEED = 0x9747b28c;
@@ -43,5 +44,10 @@ const utf8 = new TextEncoder();
 
 /** The shard (commands-topic partition) that owns a job. */
 export function shardOf(jobId: string, shardCount: number): number {
-  return (murmur2(utf8.encode(jobId)) & 0x7fffffff) % shardCount;
+  return shardOfKey(utf8.encode(jobId), shardCount);
+}
+
+/** The shard of a commands-topic message key (the job id's bytes), as Kafka's Java partitioner picks it. */
+export function shardOfKey(key: Uint8Array, shardCount: number): number {
+  return (murmur2(key) & 0x7fffffff) % shardCount;
 }

@@ -7,7 +7,7 @@
  * one, so batches grow with load by themselves.
  */
 import type { FireEvent, FireKey } from '@tickwork/domain';
-import type { RunCompletion, RunStart, UnleasedRun } from '@tickwork/store';
+import type { RecordedRun, RunCompletion, RunStart, UnleasedRun } from '@tickwork/store';
 import type { RunLedger } from './fire-executor';
 
 /** The batch forms of the ledger writes (RunRepository has them). */
@@ -20,12 +20,12 @@ export interface BatchRunStore extends RunLedger {
   ): Promise<RunStart[]>;
   completeRuns(
     items: readonly { readonly key: FireKey; readonly leaseToken: string; readonly outcome: RunCompletion }[],
-  ): Promise<boolean[]>;
+  ): Promise<(RecordedRun | null)[]>;
   heartbeats(
     items: readonly { readonly key: FireKey; readonly leaseToken: string; readonly leaseMs: number }[],
   ): Promise<boolean[]>;
   mayRunUnleasedMany(keys: readonly FireKey[]): Promise<boolean[]>;
-  recordUnleasedRuns(runs: readonly UnleasedRun[]): Promise<boolean[]>;
+  recordUnleasedRuns(runs: readonly UnleasedRun[]): Promise<(RecordedRun | null)[]>;
 }
 
 /** Collects submitted items and runs them through `run` in batches; each caller gets its own result. */
@@ -103,11 +103,11 @@ export class CoalescingLedger implements RunLedger {
   private readonly begins: Coalescer<{ fire: FireEvent; leaseToken: string | undefined }, RunStart>;
   private readonly completes: Coalescer<
     { key: FireKey; leaseToken: string; outcome: RunCompletion },
-    boolean
+    RecordedRun | null
   >;
   private readonly heartbeats: Coalescer<{ key: FireKey; leaseToken: string; leaseMs: number }, boolean>;
   private readonly unleasedChecks: Coalescer<FireKey, boolean>;
-  private readonly unleasedRecords: Coalescer<UnleasedRun, boolean>;
+  private readonly unleasedRecords: Coalescer<UnleasedRun, RecordedRun | null>;
   private recordOwner: string | undefined;
   private beginOwner: { owner: string; leaseMs: number } | undefined;
 
@@ -146,7 +146,7 @@ export class CoalescingLedger implements RunLedger {
   }
 
   /** Batched completeRun. */
-  completeRun(key: FireKey, leaseToken: string, outcome: RunCompletion): Promise<boolean> {
+  completeRun(key: FireKey, leaseToken: string, outcome: RunCompletion): Promise<RecordedRun | null> {
     return this.completes.submit({ key, leaseToken, outcome });
   }
 
@@ -161,7 +161,7 @@ export class CoalescingLedger implements RunLedger {
   }
 
   /** Batched recordUnleasedRun; every caller of one ledger must pass the same owner. */
-  recordUnleasedRun(run: UnleasedRun): Promise<boolean> {
+  recordUnleasedRun(run: UnleasedRun): Promise<RecordedRun | null> {
     if (this.recordOwner !== undefined && this.recordOwner !== run.owner)
       return this.store.recordUnleasedRun(run);
     this.recordOwner = run.owner;
@@ -174,7 +174,7 @@ export class CoalescingLedger implements RunLedger {
   }
 
   /** recordUnleasedRun of several runs (one owner), in the same insert as other callers' runs. */
-  recordUnleasedRuns(runs: readonly UnleasedRun[]): Promise<boolean[]> {
+  recordUnleasedRuns(runs: readonly UnleasedRun[]): Promise<(RecordedRun | null)[]> {
     const owner = runs[0]?.owner;
     if (owner === undefined) return Promise.resolve([]);
     if ((this.recordOwner !== undefined && this.recordOwner !== owner) || runs.some((r) => r.owner !== owner))

@@ -12,7 +12,7 @@ import type {
   RetryPolicy,
   WebhookTarget,
 } from '@tickwork/domain';
-import type { RunCompletion, RunStart, RunState, UnleasedRun } from '@tickwork/store';
+import type { RecordedRun, RunCompletion, RunStart, RunState, UnleasedRun } from '@tickwork/store';
 import { bindTraceContext, boundTraceContext } from '@tickwork/telemetry';
 import type { AttemptOutcome, TargetRequest, TargetRunner } from './attempt';
 import { FireExecutor, type RunLedger } from './fire-executor';
@@ -36,6 +36,11 @@ const target: WebhookTarget = {
   successStatus: { min: 200, max: 299 },
 };
 const now = new Date('2026-06-01T12:00:00Z');
+/** What the ledger recorded for an attempt (its clock, not the executor's `now`). */
+const LEDGER_TIMES: RecordedRun = {
+  startedAt: new Date('2026-06-01T12:00:00.004Z'),
+  finishedAt: new Date('2026-06-01T12:00:00.019Z'),
+};
 const fire: FireEvent = {
   jobId: 'j',
   tenantId: 't',
@@ -98,23 +103,23 @@ class Script implements RunLedger, FireOutcomeSink {
     if (this.heartbeatResult instanceof Error) throw this.heartbeatResult;
     return this.heartbeatResult;
   }
-  async completeRun(_k: FireKey, token: string, o: RunCompletion): Promise<boolean> {
+  async completeRun(_k: FireKey, token: string, o: RunCompletion): Promise<RecordedRun | null> {
     this.fail('complete');
     this.log.push(
       `complete ${o.status} ${token}${o.nextAttemptAt ? ` next=${o.nextAttemptAt.toISOString()}` : ''}${o.retried ? ' retried' : ''}`,
     );
-    return this.completes;
+    return this.completes ? LEDGER_TIMES : null;
   }
   async mayRunUnleased(): Promise<boolean> {
     this.fail('may-run-unleased');
     this.log.push('may-run-unleased');
     return this.unleasedAllowed;
   }
-  async recordUnleasedRun(r: UnleasedRun): Promise<boolean> {
+  async recordUnleasedRun(r: UnleasedRun): Promise<RecordedRun | null> {
     this.unleasedRuns.push(r);
     this.fail('record-unleased');
     this.log.push(`record-unleased ${r.fire.fenceToken} by=${r.owner}${r.retried ? ' retried' : ''}`);
-    return this.unleasedRecorded;
+    return this.unleasedRecorded ? LEDGER_TIMES : null;
   }
   async markHandedOff(_k: FireKey, status: string, attempt: number): Promise<void> {
     this.fail('handed-off');
@@ -190,6 +195,28 @@ const hanging = (signal?: AbortSignal) =>
   );
 
 describe('FireExecutor', () => {
+  it("a result carries the times the ledger recorded for the attempt, not the executor's clock", async () => {
+    const { s, ex, stop } = setup();
+    const results: FireResult[] = [];
+    s.publishResult = async (r: FireResult) => {
+      results.push(r);
+    };
+    // Leased (a webhook), and a Kafka target's first attempt recorded without a lease.
+    await ex.execute(fire, stop.signal);
+    s.unleasedAllowed = true;
+    const kafkaFire: FireEvent = {
+      ...fire,
+      fenceToken: 9,
+      fireId: 'j:9',
+      target: { type: 'kafka', topic: 'orders', key: null, headers: {} },
+    };
+    await ex.execute(kafkaFire, stop.signal);
+    expect(results.map((r) => [r.fenceToken, r.startedAt, r.finishedAt, r.durationMs])).toEqual([
+      [fire.fenceToken, LEDGER_TIMES.startedAt, LEDGER_TIMES.finishedAt, 15],
+      [9, LEDGER_TIMES.startedAt, LEDGER_TIMES.finishedAt, 15],
+    ]);
+  });
+
   it('holds a target slot only for the call: not for the lease before it nor the bookkeeping after it', async () => {
     const slots = new Slots(1);
     const { s, t, ex, stop } = setup({ webhookSlots: slots });
@@ -729,12 +756,12 @@ describe('FireExecutor', () => {
 
     it('a produced batch of Kafka targets is recorded by a retried insert, not produced again', async () => {
       const s = new (class extends Script {
-        async recordUnleasedRuns(runs: readonly UnleasedRun[]): Promise<boolean[]> {
+        async recordUnleasedRuns(runs: readonly UnleasedRun[]): Promise<(RecordedRun | null)[]> {
           this.fail('record-unleased');
           this.log.push(
             `record ${runs.map((r) => r.fire.fenceToken).join(',')}${runs[0]!.retried ? ' retried' : ''}`,
           );
-          return runs.map(() => true);
+          return runs.map(() => LEDGER_TIMES);
         }
       })();
       s.unleasedAllowed = true;
@@ -783,9 +810,9 @@ describe('FireExecutor', () => {
         this.log.push(`check ${keys.map((k) => k.fenceToken).join(',')}`);
         return keys.map((k) => !this.notAllowed.has(k.fenceToken));
       }
-      async recordUnleasedRuns(runs: readonly UnleasedRun[]): Promise<boolean[]> {
+      async recordUnleasedRuns(runs: readonly UnleasedRun[]): Promise<(RecordedRun | null)[]> {
         this.log.push(`record ${runs.map((r) => r.fire.fenceToken).join(',')}`);
-        return runs.map((r) => !this.recordedElsewhere.has(r.fire.fenceToken));
+        return runs.map((r) => (this.recordedElsewhere.has(r.fire.fenceToken) ? null : LEDGER_TIMES));
       }
       async publishResults(results: readonly FireResult[]): Promise<void> {
         this.log.push(`results ${results.map((r) => `${r.fenceToken}:${r.outcome}`).join(',')}`);

@@ -25,6 +25,7 @@ import {
   isTransientDatabaseError,
   issueLeaseToken,
   newLeaseIssuer,
+  type RecordedRun,
   type RunCompletion,
   type RunStart,
   type RunState,
@@ -41,17 +42,18 @@ export interface RunLedger {
   /** `leaseToken`: the token to lease the run under (issueLeaseToken); see RunRepository.beginRun. */
   beginRun(fire: FireEvent, owner: string, leaseMs: number, leaseToken?: string): Promise<RunStart>;
   heartbeat(key: FireKey, leaseToken: string, leaseMs: number): Promise<boolean>;
-  completeRun(key: FireKey, leaseToken: string, outcome: RunCompletion): Promise<boolean>;
+  /** The run's recorded start and finish (the database clock: the FireResult's times); null when fenced out. */
+  completeRun(key: FireKey, leaseToken: string, outcome: RunCompletion): Promise<RecordedRun | null>;
   markHandedOff(key: FireKey, status: 'RETRYING' | 'DEAD_LETTERED', attempt: number): Promise<void>;
   releaseRun(key: FireKey, leaseToken: string): Promise<void>;
   /** Whether this fire's first attempt may run without a lease: no run of it recorded, its job still there. */
   mayRunUnleased(key: FireKey): Promise<boolean>;
-  /** Records a successful first attempt that ran without a lease; false when another run was recorded first. */
-  recordUnleasedRun(run: UnleasedRun): Promise<boolean>;
+  /** Records a successful first attempt that ran without a lease, with its recorded times; null when another run was recorded first. */
+  recordUnleasedRun(run: UnleasedRun): Promise<RecordedRun | null>;
   /** mayRunUnleased of several fires at once (absent: one call each). */
   mayRunUnleasedMany?(keys: readonly FireKey[]): Promise<boolean[]>;
   /** recordUnleasedRun of several runs at once (absent: one call each). */
-  recordUnleasedRuns?(runs: readonly UnleasedRun[]): Promise<boolean[]>;
+  recordUnleasedRuns?(runs: readonly UnleasedRun[]): Promise<(RecordedRun | null)[]>;
 }
 
 export interface ExecutorOptions {
@@ -146,7 +148,6 @@ type Unleased =
 interface FailedUnleased {
   readonly kind: 'failed';
   readonly outcome: AttemptOutcome;
-  readonly startedAt: Date;
 }
 
 function unleasedId(fire: FireEvent): string {
@@ -350,6 +351,7 @@ export class FireExecutor {
     const key: FireKey = { jobId: fire.jobId, fenceToken: fire.fenceToken };
     const attempt = start.attempt;
     const current = atAttempt(fire, attempt);
+    // For the age check only: the attempt's recorded times come from the ledger (see finish).
     const startedAt = this.now();
 
     if (!start.retryPolicy) {
@@ -359,7 +361,6 @@ export class FireExecutor {
         current,
         key,
         start.leaseToken,
-        startedAt,
         { ok: false, httpStatus: null, error: detail, retryable: false },
         { kind: 'dead-letter', reason: 'UNKNOWN_JOB', detail },
         ctx,
@@ -373,7 +374,6 @@ export class FireExecutor {
         current,
         key,
         start.leaseToken,
-        startedAt,
         { ok: false, httpStatus: null, error: detail, retryable: false },
         { kind: 'dead-letter', reason: 'MAX_EVENT_AGE', detail },
         ctx,
@@ -383,12 +383,11 @@ export class FireExecutor {
 
     if (failedUnleased && !start.takenOver && attempt === fire.attempt) {
       // The produce already failed without a lease: record that attempt under this lease.
-      const { outcome, startedAt: producedAt } = failedUnleased;
+      const { outcome } = failedUnleased;
       return this.finish(
         current,
         key,
         start.leaseToken,
-        producedAt,
         outcome,
         this.decide(current, attempt, policy, outcome),
         ctx,
@@ -447,7 +446,6 @@ export class FireExecutor {
         current,
         key,
         start.leaseToken,
-        startedAt,
         outcome,
         this.decide(current, attempt, policy, outcome),
         ctx,
@@ -479,11 +477,10 @@ export class FireExecutor {
     if (this.unleased.has(id)) return SAME_FIRE_HERE;
     this.unleased.add(id);
     try {
-      const startedAt = this.now();
       const began = Date.now();
       const outcome = await this.untilStopped(this.kafka.run(target, requestOf(fire)), stopping);
       if (outcome === undefined) return ABANDONED;
-      if (!outcome.ok) return { kind: 'failed', outcome, startedAt };
+      if (!outcome.ok) return { kind: 'failed', outcome };
       // The produce is done: its record is retried until it lands, not produced again. Its token
       // lets a retried insert recognise the row an earlier try stored.
       const run: UnleasedRun = {
@@ -504,7 +501,7 @@ export class FireExecutor {
         this.events.onDuplicate?.(fire, 'RECORDED_ELSEWHERE');
         return { kind: 'report', report: { kind: 'duplicate', reason: 'RECORDED_ELSEWHERE' } };
       }
-      const result = resultOf(fire, startedAt, this.now(), 'SUCCEEDED', outcome.httpStatus, null);
+      const result = resultOf(fire, recorded.value, 'SUCCEEDED', outcome.httpStatus, null);
       await this.sink.publishResult(result);
       this.events.onExecuted?.(fire, result);
       return { kind: 'report', report: { kind: 'executed', outcome: 'SUCCEEDED', result } };
@@ -552,7 +549,6 @@ export class FireExecutor {
     });
     if (mine.length === 0) return out;
     try {
-      const startedAt = this.now();
       const began = Date.now();
       const calls = mine.map((i) => ({
         target: fires[i]!.target as KafkaTarget,
@@ -571,7 +567,7 @@ export class FireExecutor {
       const durationMs = Date.now() - began;
       mine.forEach((i, k) => {
         const outcome = outcomes[k]!;
-        if (!outcome.ok) out[i] = { kind: 'failed', outcome, startedAt };
+        if (!outcome.ok) out[i] = { kind: 'failed', outcome };
         else {
           sent.push(i);
           runs.push({
@@ -601,13 +597,13 @@ export class FireExecutor {
         return out;
       }
       const recorded = stored.value;
-      const finishedAt = this.now();
       const results: FireResult[] = [];
       const executed: number[] = [];
       sent.forEach((i, k) => {
         const fire = fires[i]!;
-        if (recorded[k]) {
-          results.push(resultOf(fire, startedAt, finishedAt, 'SUCCEEDED', runs[k]!.httpStatus, null));
+        const times = recorded[k];
+        if (times) {
+          results.push(resultOf(fire, times, 'SUCCEEDED', runs[k]!.httpStatus, null));
           executed.push(i);
         } else {
           // A concurrent delivery recorded a run of this fire first; that run owns the outcome.
@@ -656,7 +652,6 @@ export class FireExecutor {
     fire: FireEvent,
     key: FireKey,
     leaseToken: string,
-    startedAt: Date,
     outcome: AttemptOutcome,
     decision: FinalDecision,
     ctx: DeliveryContext,
@@ -664,7 +659,6 @@ export class FireExecutor {
     keeper?: LeaseKeeper,
   ): Promise<ExecutionReport> {
     keeper?.guard(undefined);
-    const finishedAt = this.now();
     const status: FireOutcome =
       decision.kind === 'succeeded' ? 'SUCCEEDED' : decision.kind === 'retry' ? 'RETRYING' : 'DEAD_LETTERED';
     const error = decision.kind === 'dead-letter' ? `${decision.reason}: ${decision.detail}` : outcome.error;
@@ -706,7 +700,8 @@ export class FireExecutor {
       if (!marked.ok) return givenUp(marked.why);
       this.events.onDeadLettered?.(fire, decision.reason, decision.detail);
     }
-    const result = resultOf(fire, startedAt, finishedAt, status, outcome.httpStatus, error);
+    // The ledger's times for this attempt, as the completion recorded them: one clock, one source.
+    const result = resultOf(fire, written.value, status, outcome.httpStatus, error);
     await this.sink.publishResult(result);
     this.events.onExecuted?.(fire, result);
     return { kind: 'executed', outcome: status, result };
@@ -890,11 +885,10 @@ function requestOf(fire: FireEvent): TargetRequest {
   };
 }
 
-/** The result of one attempt of `fire`, in its trace. */
+/** The result of one attempt of `fire`, with the times the ledger recorded for it, in its trace. */
 function resultOf(
   fire: FireEvent,
-  startedAt: Date,
-  finishedAt: Date,
+  { startedAt, finishedAt }: RecordedRun,
   outcome: FireOutcome,
   httpStatus: number | null,
   error: string | null,

@@ -122,13 +122,11 @@ describe('run ledger tracing', () => {
       markHandedOff: unused,
       releaseRun: unused,
       mayRunUnleased: async (key) => key.fenceToken === 7,
-      recordUnleasedRun: async () => false,
+      recordUnleasedRun: async () => null,
     };
     const ledger = new TracedLedger(inner);
     expect(await ledger.mayRunUnleased(fire)).toBe(true);
-    expect(await ledger.recordUnleasedRun({ fire, owner: 'me', durationMs: 3, httpStatus: null })).toBe(
-      false,
-    );
+    expect(await ledger.recordUnleasedRun({ fire, owner: 'me', durationMs: 3, httpStatus: null })).toBeNull();
     const spans = exporter.getFinishedSpans();
     expect(spans.map((x) => [x.name, x.attributes['tickwork.outcome']])).toEqual([
       ['check job_runs', 'unleased'],

@@ -9,7 +9,7 @@
  */
 import type { FireEvent, FireKey, KafkaTarget, WebhookTarget } from '@tickwork/domain';
 import type { InboundMessage } from '@tickwork/messaging';
-import type { RunCompletion, RunStart, UnleasedRun } from '@tickwork/store';
+import type { RecordedRun, RunCompletion, RunStart, UnleasedRun } from '@tickwork/store';
 import {
   Attr,
   dbAttributes,
@@ -106,7 +106,7 @@ export class TracedLedger implements RunLedger {
     return held;
   }
 
-  completeRun(key: FireKey, leaseToken: string, outcome: RunCompletion): Promise<boolean> {
+  completeRun(key: FireKey, leaseToken: string, outcome: RunCompletion): Promise<RecordedRun | null> {
     if (!spansRecorded()) return this.complete(key, leaseToken, outcome);
     return inSpan(
       'complete job_runs',
@@ -122,7 +122,11 @@ export class TracedLedger implements RunLedger {
     );
   }
 
-  private async complete(key: FireKey, leaseToken: string, outcome: RunCompletion): Promise<boolean> {
+  private async complete(
+    key: FireKey,
+    leaseToken: string,
+    outcome: RunCompletion,
+  ): Promise<RecordedRun | null> {
     const done = await this.inner.completeRun(key, leaseToken, outcome);
     // Recording under a lease that was taken over is the other way a lease is found lost.
     if (!done) this.observer.onHeartbeat?.(false);
@@ -162,13 +166,13 @@ export class TracedLedger implements RunLedger {
   }
 
   /** Batch record when spans are not recorded; with spans, one traced record per run. */
-  recordUnleasedRuns(runs: readonly UnleasedRun[]): Promise<boolean[]> {
+  recordUnleasedRuns(runs: readonly UnleasedRun[]): Promise<(RecordedRun | null)[]> {
     if (spansRecorded() || !this.inner.recordUnleasedRuns)
       return Promise.all(runs.map((r) => this.recordUnleasedRun(r)));
     return this.inner.recordUnleasedRuns(runs);
   }
 
-  recordUnleasedRun(run: UnleasedRun): Promise<boolean> {
+  recordUnleasedRun(run: UnleasedRun): Promise<RecordedRun | null> {
     if (!spansRecorded()) return this.inner.recordUnleasedRun(run);
     return inSpan(
       'record job_runs',

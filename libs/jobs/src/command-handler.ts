@@ -1,13 +1,23 @@
 /**
  * Applies schedule commands from the commands topic through the jobs service, one partition batch
  * at a time and in offset order (so in order per job: commands are keyed by job id). Each command
- * is applied once per (tenant, command_id). Poison of every kind — undecodable bytes, an unknown or
+ * has one outcome per (tenant, command_id): applied once, or rejected once (a later copy of a
+ * rejected command is rejected again, never applied). A command found on a partition that is not
+ * its key's shard (a producer whose partitioner is not Kafka's murmur2, e.g. librdkafka's default
+ * CRC32) is not applied there: it is forwarded, bytes and headers unchanged, to its shard's
+ * partition, where that shard's owner applies it in order with the job's other commands. Poison of every kind — undecodable bytes, an unknown or
  * unreadable schema, a missing or bad field, an invalid job, a command for another tenant's job, an
  * oversized message — is forwarded to the rejected topic with the original bytes and a reason, its
  * offset is marked processed, and it is counted: it never blocks the partition. Only trouble that
  * is not the message's fault (the database or registry unreachable) stops the batch, to be retried.
  */
-import { JOB_ID_PATTERN, TENANT_ID_PATTERN, ValidationError, type JsonValue } from '@tickwork/domain';
+import {
+  JOB_ID_PATTERN,
+  shardOfKey,
+  TENANT_ID_PATTERN,
+  ValidationError,
+  type JsonValue,
+} from '@tickwork/domain';
 import { DuplicateCommandError } from '@tickwork/store';
 import type { Caller } from './caller';
 import { errorCodeOf, JobNotFoundError } from './errors';
@@ -74,14 +84,29 @@ export type RejectedCommandSink = (
   reason: string,
 ) => Promise<void>;
 
-/** Counters for applied, duplicate and rejected commands (wired to the telemetry meter). */
+/** A command found on another shard's partition, and the partition (its shard) it belongs on. */
+export interface MisplacedCommand {
+  readonly message: CommandMessage;
+  readonly shard: number;
+}
+
+/**
+ * Sends misplaced commands, in order, to their shards' partitions of the commands topic with the
+ * same key, value and headers (plus `tickwork-forwarded-from`); resolves once Kafka has them all.
+ */
+export type CommandForwarder = (commands: readonly MisplacedCommand[]) => Promise<void>;
+
+/** Counters for applied, duplicate, rejected and forwarded commands (wired to the telemetry meter). */
 export interface CommandMetrics {
   applied(type: string): void;
   duplicate(type: string): void;
   rejected(code: RejectCode): void;
+  forwarded(count: number): void;
 }
 
 export interface CommandHandlerOptions {
+  /** Partitions of the commands topic (= shards): a command on another one than its key's shard is forwarded. */
+  readonly shardCount: number;
   /** Messages larger than this are rejected as OVERSIZED before decoding. */
   readonly maxCommandBytes: number;
   /**
@@ -90,14 +115,21 @@ export interface CommandHandlerOptions {
    */
   readonly storeHealthy: () => Promise<boolean>;
   readonly maxUnexpectedFailures?: number;
-  readonly log?: (message: string) => void;
+  /** Rejections are logged as warnings, forwards as info. */
+  readonly log?: (message: string, level: 'info' | 'warn') => void;
 }
 
 export const COMMAND_TYPES = ['UPSERT', 'PAUSE', 'RESUME', 'DELETE', 'TRIGGER'] as const;
 
 type Outcome =
   | { readonly kind: 'applied' | 'duplicate'; readonly type: string }
-  | { readonly kind: 'rejected'; readonly code: RejectCode; readonly reason: string };
+  | {
+      readonly kind: 'rejected';
+      readonly code: RejectCode;
+      readonly reason: string;
+      /** The decoded command, when it was refused on applying (its outcome is then recorded). */
+      readonly command?: ScheduleCommand;
+    };
 
 class Rejection extends Error {
   constructor(
@@ -117,18 +149,57 @@ export class ScheduleCommandHandler {
     private readonly reject: RejectedCommandSink,
     private readonly metrics: CommandMetrics,
     private readonly opts: CommandHandlerOptions,
+    private readonly forward: CommandForwarder,
   ) {}
 
-  /** Applies a partition batch in order; throws (leaving the rest unmarked) only on trouble that is not a command's fault. */
+  /**
+   * Applies a partition batch in order, forwarding misplaced commands (consecutive ones in one
+   * send); throws (leaving the rest unmarked) only on trouble that is not a command's fault. A
+   * misplaced command's offset is marked only once Kafka has its forwarded copy: a crash in
+   * between forwards it again, and the copy that arrives second is a duplicate by its command_id.
+   */
   async handleBatch(batch: CommandBatch): Promise<void> {
+    let misplaced: MisplacedCommand[] = [];
+    const flush = async () => {
+      if (misplaced.length === 0) return;
+      const run = misplaced;
+      misplaced = [];
+      await this.forward(run);
+      this.metrics.forwarded(run.length);
+      const first = run[0]!.message;
+      const shards = [...new Set(run.map((m) => m.shard))].sort((a, b) => a - b);
+      this.opts.log?.(
+        `forwarded ${run.length} command(s) at ${first.topic}/${first.partition}/${first.offset}..${run[run.length - 1]!.message.offset} to their shards' partitions [${shards.join(', ')}] (the producer's partitioner is not murmur2)`,
+        'info',
+      );
+      batch.markProcessed(run[run.length - 1]!.message.offset);
+    };
     for (const message of batch.messages) {
       if (!batch.isActive()) return;
+      const shard = this.shardOf(message);
+      if (shard !== undefined && shard !== message.partition) {
+        misplaced.push({ message, shard });
+        continue;
+      }
+      await flush();
       const outcome = await this.handle(message);
       if (outcome.kind === 'rejected') {
+        // The outcome is kept first, then the rejection published: a crash in between publishes
+        // it again when the command comes back (as a duplicate of a rejected command).
+        if (outcome.command) {
+          const c = outcome.command;
+          await this.jobs.recordCommandRejection(
+            { tenantId: c.tenantId, commandId: c.commandId, type: c.type },
+            c.jobId,
+            outcome.code,
+            outcome.reason,
+          );
+        }
         await this.reject(message, outcome.code, outcome.reason);
         this.metrics.rejected(outcome.code);
         this.opts.log?.(
           `command at ${message.topic}/${message.partition}/${message.offset} rejected (${outcome.code}): ${outcome.reason}`,
+          'warn',
         );
       } else if (outcome.kind === 'applied') {
         this.metrics.applied(outcome.type);
@@ -137,19 +208,28 @@ export class ScheduleCommandHandler {
       }
       batch.markProcessed(message.offset);
     }
+    if (batch.isActive()) await flush();
+  }
+
+  /** The shard a message's key maps to; undefined without a key (it is rejected where it is). */
+  private shardOf(message: CommandMessage): number | undefined {
+    if (!message.key || message.key.length === 0) return undefined;
+    return shardOfKey(message.key, this.opts.shardCount);
   }
 
   private async handle(message: CommandMessage): Promise<Outcome> {
     const where = `${message.topic}/${message.partition}/${message.offset}`;
+    let command: ScheduleCommand | undefined;
     try {
-      const command = await this.read(message);
+      command = await this.read(message);
       const kind = await this.apply(command);
       this.failures.delete(where);
       return { kind, type: command.type };
     } catch (e) {
-      if (e instanceof Rejection) return { kind: 'rejected', code: e.code, reason: e.message };
+      const decoded = command ? { command } : {};
+      if (e instanceof Rejection) return { kind: 'rejected', code: e.code, reason: e.message, ...decoded };
       const known = this.classify(e);
-      if (known) return { kind: 'rejected', ...known };
+      if (known) return { kind: 'rejected', ...known, ...decoded };
       // Not the command's fault as far as we can tell: retry, unless the store is fine and this
       // command keeps failing, in which case it is poison of a kind we did not foresee.
       if (!(await this.opts.storeHealthy().catch(() => false))) throw e;
@@ -161,6 +241,7 @@ export class ScheduleCommandHandler {
         kind: 'rejected',
         code: 'INTERNAL',
         reason: `failed ${n} times with the store healthy: ${(e as Error).message}`,
+        ...decoded,
       };
     }
   }
@@ -223,8 +304,10 @@ export class ScheduleCommandHandler {
       }
       return 'applied';
     } catch (e) {
-      if (e instanceof DuplicateCommandError) return 'duplicate';
-      throw e;
+      if (!(e instanceof DuplicateCommandError)) throw e;
+      if (e.outcome === 'APPLIED') return 'duplicate';
+      // A copy of a command that was rejected: rejected again (its first rejection stands).
+      throw new Rejection(e.outcome as RejectCode, `rejected before, as ${e.outcome}: ${e.reason ?? ''}`);
     }
   }
 

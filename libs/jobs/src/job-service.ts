@@ -262,6 +262,16 @@ export class JobService {
     );
   }
 
+  /** Keeps a Kafka command's rejection as its one outcome: a later copy of it is a duplicate. */
+  async recordCommandRejection(
+    command: CommandStamp,
+    jobId: string,
+    code: string,
+    reason: string,
+  ): Promise<void> {
+    await this.jobs.recordCommandRejection(command, jobId, code, reason);
+  }
+
   /** Fires the job now, once, outside its schedule: a new fence token and an outbox row with trigger MANUAL. */
   async triggerJob(caller: Caller, jobId: string, command?: CommandStamp): Promise<FireEvent> {
     checkJobId(jobId);

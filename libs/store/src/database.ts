@@ -63,7 +63,9 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
     const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
     if (exists.rowCount === 0) {
       await admin.query(`CREATE DATABASE "${name.replace(/"/g, '""')}"`).catch((e: { code?: string }) => {
-        if (e.code !== '42P04') throw e; // created by a concurrent starter
+        // Created by a concurrent starter: 42P04 once it committed; 23505 (pg_database's unique
+        // index) when both CREATE DATABASE statements ran at the same moment.
+        if (e.code !== '42P04' && e.code !== '23505') throw e;
       });
     }
   } finally {

@@ -26,6 +26,7 @@ export {
   issueLeaseToken,
   newLeaseIssuer,
   type RunStart,
+  type RecordedRun,
   type RunCompletion,
   type UnleasedRun,
   type RunState,

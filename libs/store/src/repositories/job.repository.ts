@@ -38,13 +38,22 @@ export class JobAlreadyExistsError extends Error {
   }
 }
 
-/** A Kafka command whose (tenant, command_id) was already applied: the change is not made again. */
+/**
+ * A Kafka command whose (tenant, command_id) already has an outcome: the change is not made again.
+ * `outcome` is that first outcome: APPLIED, or the reject code it was refused with (`reason`).
+ */
 export class DuplicateCommandError extends Error {
   constructor(
     readonly tenantId: string,
     readonly commandId: string,
+    readonly outcome: string = 'APPLIED',
+    readonly reason: string | null = null,
   ) {
-    super(`command ${commandId} of tenant ${tenantId} was already applied`);
+    super(
+      outcome === 'APPLIED'
+        ? `command ${commandId} of tenant ${tenantId} was already applied`
+        : `command ${commandId} of tenant ${tenantId} was already rejected (${outcome}): ${reason ?? ''}`,
+    );
     this.name = 'DuplicateCommandError';
   }
 }
@@ -218,12 +227,28 @@ export class JobRepository {
     return inTransaction(this.pool, async (client) => {
       if (meta.command) {
         const c = meta.command;
-        const stamped = await client.query(
-          `INSERT INTO applied_commands (tenant_id, command_id, job_id, command_type) VALUES ($1, $2, $3, $4)
-           ON CONFLICT (tenant_id, command_id) DO NOTHING`,
+        // One round trip: the insert, or (the statement's snapshot not seeing it) the earlier outcome.
+        const { rows: stamped } = await client.query<{
+          inserted: boolean;
+          outcome: string | null;
+          reason: string | null;
+        }>(
+          `WITH ins AS (
+             INSERT INTO applied_commands (tenant_id, command_id, job_id, command_type) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (tenant_id, command_id) DO NOTHING RETURNING 1)
+           SELECT EXISTS (SELECT 1 FROM ins) AS inserted, a.outcome, a.reason
+             FROM (SELECT 1) one
+             LEFT JOIN applied_commands a ON a.tenant_id = $1 AND a.command_id = $2`,
           [c.tenantId, c.commandId, jobId, c.type],
         );
-        if (stamped.rowCount !== 1) throw new DuplicateCommandError(c.tenantId, c.commandId);
+        const stamp = stamped[0];
+        if (!stamp?.inserted)
+          throw new DuplicateCommandError(
+            c.tenantId,
+            c.commandId,
+            stamp?.outcome ?? 'APPLIED',
+            stamp?.reason ?? null,
+          );
       }
       const { rows } = await client.query<JobRow>(
         `SELECT ${JOB_COLUMNS} FROM jobs WHERE job_id = $1 FOR UPDATE`,
@@ -240,6 +265,25 @@ export class JobRepository {
       });
       return result;
     });
+  }
+
+  /**
+   * Records a Kafka command's rejection as its outcome, so that a later delivery of the same
+   * (tenant, command_id) is a duplicate and is not applied after the commands that followed it.
+   * False when the command already had an outcome.
+   */
+  async recordCommandRejection(
+    c: CommandStamp,
+    jobId: string,
+    code: string,
+    reason: string,
+  ): Promise<boolean> {
+    const r = await this.pool.query(
+      `INSERT INTO applied_commands (tenant_id, command_id, job_id, command_type, outcome, reason)
+       VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant_id, command_id) DO NOTHING`,
+      [c.tenantId, c.commandId, jobId, c.type, code, reason],
+    );
+    return r.rowCount === 1;
   }
 
   /** Records an audit event for a change that was refused or failed (successful ones are written by `mutate`). */

@@ -52,6 +52,15 @@ export interface RunCompletion {
   readonly retried?: boolean;
 }
 
+/**
+ * When an attempt started and finished as the run ledger recorded them (the database clock), as
+ * returned by the write that recorded the outcome: what the attempt's FireResult carries.
+ */
+export interface RecordedRun {
+  readonly startedAt: Date;
+  readonly finishedAt: Date;
+}
+
 /** A first attempt that ran without a lease and succeeded (RunRepository.recordUnleasedRuns). */
 export interface UnleasedRun {
   readonly fire: FireEvent;
@@ -271,7 +280,7 @@ export class RunRepository {
   }
 
   /** Records one successful first attempt that ran without a lease (see recordUnleasedRuns). */
-  async recordUnleasedRun(run: UnleasedRun): Promise<boolean> {
+  async recordUnleasedRun(run: UnleasedRun): Promise<RecordedRun | null> {
     return (await this.recordUnleasedRuns([run]))[0]!;
   }
 
@@ -297,11 +306,11 @@ export class RunRepository {
   }
 
   /**
-   * Records first attempts that ran without a lease and succeeded, in one insert. False where a
-   * run of the fire was recorded first (a concurrent delivery): that run stands, this one is not
-   * recorded. Results in input order.
+   * Records first attempts that ran without a lease and succeeded, in one insert, and returns the
+   * times it recorded. Null where a run of the fire was recorded first (a concurrent delivery):
+   * that run stands, this one is not recorded. Results in input order.
    */
-  async recordUnleasedRuns(items: readonly UnleasedRun[]): Promise<boolean[]> {
+  async recordUnleasedRuns(items: readonly UnleasedRun[]): Promise<(RecordedRun | null)[]> {
     if (items.length === 0) return [];
     const insert = `INSERT INTO job_runs (job_id, fence_token, tenant_id, fire_id, nominal_time, scheduled_for, attempt, status,
                                lease_owner, lease_token, started_at, finished_at, http_status)
@@ -311,19 +320,19 @@ export class RunRepository {
           -- The lock order of every ledger writer that inserts.
           ORDER BY i.job_id, i.fence_token
          ON CONFLICT (job_id, fence_token) DO NOTHING
-         RETURNING job_id, fence_token`;
+         RETURNING job_id, fence_token, started_at, finished_at`;
     // Tried again: a row this very record stored on an earlier try whose answer was lost counts too
     // (the statement's snapshot does not see what ins inserts, so no row is counted twice). The
     // first try, the hot path, runs the plain insert.
     const text = items.some((x) => x.retried === true)
       ? `WITH ins AS (${insert})
-         SELECT job_id, fence_token FROM ins
+         SELECT job_id, fence_token, started_at, finished_at FROM ins
          UNION ALL
-         SELECT r.job_id, r.fence_token FROM ${UNLEASED_INPUT} JOIN job_runs r
+         SELECT r.job_id, r.fence_token, r.started_at, r.finished_at FROM ${UNLEASED_INPUT} JOIN job_runs r
              ON r.job_id = i.job_id AND r.fence_token = i.fence_token AND r.lease_token = i.lease_token`
       : insert;
     const { rows } = await retryOnDeadlock(() =>
-      this.pool.query<{ job_id: string; fence_token: number }>(text, [
+      this.pool.query<{ job_id: string; fence_token: number; started_at: Date; finished_at: Date }>(text, [
         items.map((x) => x.fire.jobId),
         items.map((x) => x.fire.fenceToken),
         items.map((x) => x.fire.tenantId),
@@ -336,8 +345,13 @@ export class RunRepository {
         items.map((x) => x.leaseToken ?? null),
       ]),
     );
-    const inserted = new Set(rows.map((r) => `${r.job_id}\u0000${r.fence_token}`));
-    return items.map((x) => inserted.has(`${x.fire.jobId}\u0000${x.fire.fenceToken}`));
+    const inserted = new Map(
+      rows.map((r) => [
+        `${r.job_id}\u0000${r.fence_token}`,
+        { startedAt: r.started_at, finishedAt: r.finished_at },
+      ]),
+    );
+    return items.map((x) => inserted.get(`${x.fire.jobId}\u0000${x.fire.fenceToken}`) ?? null);
   }
 
   /** Extends a live lease; false when the lease was lost (taken over or finished). */
@@ -373,22 +387,25 @@ export class RunRepository {
     return items.map((x) => held.has(`${x.key.jobId}\u0000${x.key.fenceToken}\u0000${x.leaseToken}`));
   }
 
-  /** Records an attempt's outcome, only if the caller still holds the lease; false when fenced out. */
-  async completeRun(key: FireKey, leaseToken: string, outcome: RunCompletion): Promise<boolean> {
+  /**
+   * Records an attempt's outcome, only if the caller still holds the lease, and returns the run's
+   * recorded start and finish; null when fenced out.
+   */
+  async completeRun(key: FireKey, leaseToken: string, outcome: RunCompletion): Promise<RecordedRun | null> {
     return (await this.completeRuns([{ key, leaseToken, outcome }]))[0]!;
   }
 
   /** completeRun for many runs in one statement; results in input order. */
   async completeRuns(
     items: readonly { readonly key: FireKey; readonly leaseToken: string; readonly outcome: RunCompletion }[],
-  ): Promise<boolean[]> {
+  ): Promise<(RecordedRun | null)[]> {
     if (items.length === 0) return [];
     const update = `UPDATE job_runs r
             SET status = c.status, http_status = c.http_status, error = c.error, finished_at = now(), updated_at = now(),
                 lease_expires_at = NULL, next_attempt_at = c.next_attempt_at, handed_off_at = NULL
            FROM ${COMPLETION_INPUT}
           WHERE r.job_id = c.job_id AND r.fence_token = c.fence_token AND r.lease_token = c.lease_token AND r.status = 'RUNNING'
-          RETURNING r.job_id, r.fence_token, r.lease_token::text AS lease_token`;
+          RETURNING r.job_id, r.fence_token, r.lease_token::text AS lease_token, r.started_at, r.finished_at`;
     // Tried again: a run already recorded in this status under this lease was recorded by an
     // earlier try whose answer was lost (only the lease's holder writes under its token), and
     // counts as done. The snapshot does not see what done updates, so no row is counted twice. The
@@ -397,12 +414,18 @@ export class RunRepository {
       ? `WITH done AS (${update})
          SELECT * FROM done
          UNION ALL
-         SELECT r.job_id, r.fence_token, r.lease_token::text FROM ${COMPLETION_INPUT} JOIN job_runs r
+         SELECT r.job_id, r.fence_token, r.lease_token::text, r.started_at, r.finished_at FROM ${COMPLETION_INPUT} JOIN job_runs r
              ON r.job_id = c.job_id AND r.fence_token = c.fence_token AND r.lease_token = c.lease_token
             AND r.status = c.status`
       : update;
     const { rows } = await retryOnDeadlock(() =>
-      this.pool.query<{ job_id: string; fence_token: number; lease_token: string }>(text, [
+      this.pool.query<{
+        job_id: string;
+        fence_token: number;
+        lease_token: string;
+        started_at: Date;
+        finished_at: Date;
+      }>(text, [
         items.map((x) => x.key.jobId),
         items.map((x) => x.key.fenceToken),
         items.map((x) => x.leaseToken),
@@ -412,8 +435,13 @@ export class RunRepository {
         items.map((x) => x.outcome.nextAttemptAt?.toISOString() ?? null),
       ]),
     );
-    const done = new Set(rows.map((r) => `${r.job_id}\u0000${r.fence_token}\u0000${r.lease_token}`));
-    return items.map((x) => done.has(`${x.key.jobId}\u0000${x.key.fenceToken}\u0000${x.leaseToken}`));
+    const done = new Map(
+      rows.map((r) => [
+        `${r.job_id}\u0000${r.fence_token}\u0000${r.lease_token}`,
+        { startedAt: r.started_at, finishedAt: r.finished_at },
+      ]),
+    );
+    return items.map((x) => done.get(`${x.key.jobId}\u0000${x.key.fenceToken}\u0000${x.leaseToken}`) ?? null);
   }
 
   /** Notes that the retry message or dead letter of this run (in this status and attempt) is on Kafka. */
