@@ -5,6 +5,7 @@ import { ReflectionService } from '@grpc/reflection';
 import { Transport, type GrpcOptions } from '@nestjs/microservices';
 import type { ApiListenConfig } from '@tickwork/config';
 import { loaderOptions, PROTO_FILES, protoDirectory } from './proto-files';
+import { tolerateUndecodableRequests } from './request-decoding';
 
 /** Options for app.connectMicroservice: tickwork.admin.v1 and grpc.health.v1 on one server. */
 export function grpcServerOptions(listen: ApiListenConfig): GrpcOptions {
@@ -25,8 +26,10 @@ export function grpcServerOptions(listen: ApiListenConfig): GrpcOptions {
             false,
           )
         : ServerCredentials.createInsecure(),
-      onLoadPackageDefinition: (pkg: PackageDefinition, server: Pick<Server, 'addService'>) =>
-        new ReflectionService(pkg).addToServer(server),
+      onLoadPackageDefinition: (pkg: PackageDefinition, server: Pick<Server, 'addService'>) => {
+        tolerateUndecodableRequests(pkg);
+        new ReflectionService(pkg).addToServer(server);
+      },
       gracefulShutdown: true,
     },
   };
