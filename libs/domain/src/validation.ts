@@ -181,6 +181,7 @@ export class FieldReader {
   }
 }
 
+// eslint-disable-next-line no-control-regex -- control characters are what this looks for
 const UNSTORABLE_TEXT = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /**
