@@ -276,7 +276,10 @@ export class JobRepository {
     return row ? { jobId: row.job_id, requestSha256: row.request_sha256 } : null;
   }
 
-  /** Records an audit event for a change that was refused or failed (successful ones are written by `mutate`). */
+  /**
+   * Records an audit event outside a change: one that was refused or failed (successful changes
+   * are written by `mutate`), or a call that changed nothing (an idempotent CreateJob replay).
+   */
   async recordRefusal(
     audit: AuditEntry,
     what: {
