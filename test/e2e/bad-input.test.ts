@@ -890,6 +890,68 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
     status: 'INVALID_JOB',
     field: 'job.target.headers.X-A',
   });
+  // protobufjs keeps a "__proto__" map key as an own property: the service sees it and refuses it.
+  add({
+    name: 'CreateJob: a label key __proto__',
+    via: 'grpc',
+    send: grpcCall('CreateJob', { job: protoJob({ labels: JSON.parse('{"__proto__": "x"}') as Msg }) }),
+    status: 'INVALID_ARGUMENT',
+    field: 'job.labels.__proto__',
+    audited: 'CreateJob',
+  });
+  add({
+    name: 'CreateJob: a webhook header named __proto__',
+    via: 'grpc',
+    send: grpcCall('CreateJob', {
+      job: protoJob({
+        target: {
+          webhook: { url: 'https://example.com/h', headers: JSON.parse('{"__proto__": "x"}') as Msg },
+        },
+      }),
+    }),
+    status: 'INVALID_ARGUMENT',
+    field: 'job.target.webhook.headers.__proto__',
+    audited: 'CreateJob',
+  });
+  const kafkaShapes: [string, string, () => Msg][] = [
+    [
+      'NUL in a label key',
+      'job.labels.t\u0000',
+      () => command('UPSERT', 'k-shape-1', avroJob({ labels: { 't\u0000': 'v' } })),
+    ],
+    [
+      'NUL in a payload key (escaped JSON)',
+      'job.payload.k\u0000',
+      () => command('UPSERT', 'k-shape-2', avroJob({ payload: '{"k\\u0000":1}' })),
+    ],
+    [
+      'NUL in a kafka target header',
+      'job.target.headers.h',
+      () =>
+        command(
+          'UPSERT',
+          'k-shape-3',
+          avroJob({ kafka: { topic: 'acme.out', key: null, headers: { h: 'a\u0000' } } }),
+        ),
+    ],
+    [
+      'CRLF in a webhook header name',
+      'job.target.headers.X-A\r\nB',
+      () => command('UPSERT', 'k-shape-4', avroJob({ headers: { 'X-A\r\nB': 'v' } })),
+    ],
+    [
+      'policies.retry.multiplier = 0.5',
+      'job.policies.retry.multiplier',
+      () => command('UPSERT', 'k-shape-5', avroJob({ retry: { multiplier: 0.5 } })),
+    ],
+    [
+      'policies.retry.max_event_age_ms = 10',
+      'job.policies.retry.max_event_age_ms',
+      () => command('UPSERT', 'k-shape-6', avroJob({ retry: { max_event_age_ms: 10 } })),
+    ],
+  ];
+  for (const [name, field, cmd] of kafkaShapes)
+    add({ name: `UPSERT: ${name}`, via: 'kafka', send: kafkaCommand(cmd), status: 'INVALID_JOB', field });
   const enums: [string, string, Msg][] = [
     ['policies.misfire 99', 'job.policies.misfire', { policies: { misfire: 99 } }],
     ['policies.overlap -5', 'job.policies.overlap', { policies: { overlap: -5 } }],
