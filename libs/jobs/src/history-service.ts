@@ -118,7 +118,8 @@ export class JobHistoryService {
       throw new ValidationError([
         { field: 'job_id', message: 'must be 1-128 characters of letters, digits, . _ : -' },
       ]);
-    const pos = decodePageToken(req.pageToken, 'dead-letters');
+    const filters = { tenant_id: tenantId, job_id: req.jobId };
+    const pos = decodePageToken(req.pageToken, 'dead-letters', filters);
     if (pos)
       checkPosition(pos, {
         atMicros: TOKEN_FIELD.micros,
@@ -142,7 +143,8 @@ export class JobHistoryService {
     const last = shown[shown.length - 1];
     return {
       deadLetters: shown,
-      nextPageToken: rows.length > limit && last ? encodePageToken('dead-letters', { ...last.cursor }) : '',
+      nextPageToken:
+        rows.length > limit && last ? encodePageToken('dead-letters', { ...last.cursor }, filters) : '',
     };
   }
 

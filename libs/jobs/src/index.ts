@@ -43,4 +43,12 @@ export {
   UnauthenticatedError,
   type ErrorCode,
 } from './errors';
-export { encodePageToken, decodePageToken, pageSize, checkPosition, TOKEN_FIELD } from './page-token';
+export {
+  encodePageToken,
+  decodePageToken,
+  filtersDigest,
+  pageSize,
+  checkPosition,
+  TOKEN_FIELD,
+  type PageFilters,
+} from './page-token';

@@ -200,7 +200,9 @@ export class JobService {
     });
     if (labelProblems.length > 0) throw new ValidationError(labelProblems);
     const limit = pageSize(req.pageSize);
-    const position = decodePageToken(req.pageToken, 'jobs');
+    // The token is bound to the effective filters (the tenant scope as resolved, not as asked).
+    const filters = { tenant_id: tenantId, status, label: labels };
+    const position = decodePageToken(req.pageToken, 'jobs', filters);
     if (position && (typeof position.after !== 'string' || !JOB_ID_PATTERN.test(position.after)))
       throw new ValidationError([
         { field: 'page_token', message: 'is not a page token issued by this listing' },
@@ -219,7 +221,7 @@ export class JobService {
     return {
       jobs: page,
       nextPageToken:
-        (jobs.length > limit || cut) && last ? encodePageToken('jobs', { after: last.jobId }) : '',
+        (jobs.length > limit || cut) && last ? encodePageToken('jobs', { after: last.jobId }, filters) : '',
     };
   }
 
