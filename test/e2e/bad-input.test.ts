@@ -6,6 +6,8 @@
  * after, and the audit log grew by exactly the one refusal a mutating call owes (README: every
  * refused mutating call is audited) or not at all.
  *
+ * Every REST response is also checked against the OpenAPI document the API serves (Ajv, via
+ * test/support/openapi.ts): the refusals are documented responses, 413, 415 and 422 included.
  * The gRPC side uses a plain grpc-js client over the committed proto, and raw bytes where a
  * well-behaved client cannot send the input (undecodable messages, Values nested past protobuf's
  * limit); the Kafka side is an outside producer (kafkajs + the Confluent serializer).
@@ -21,6 +23,7 @@ import { Writer } from 'protobufjs';
 import { filtersDigest } from '@tickwork/jobs';
 import { AdminTestClient, decodeBadRequest, type Msg } from '../support/admin-client';
 import { startApp, type AppProcess } from '../support/apps';
+import { contractFetch } from '../support/openapi';
 import { eventually, freePort, isolate, STACK, type Isolation } from '../support/env';
 import { TopicTap } from '../support/kafka';
 
@@ -120,6 +123,8 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
   let schemaId: number;
   let topic: string;
   let rejected: TopicTap;
+  /** fetch that checks every response against the OpenAPI document the API serves. */
+  let checkedFetch: typeof fetch;
 
   // ---------- the three interfaces ----------
 
@@ -134,7 +139,7 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
     } = {},
   ) => {
     const token = opts.token === undefined ? TOKEN : opts.token;
-    const res = await fetch(`${apiUrl}${path}`, {
+    const res = await checkedFetch(`${apiUrl}${path}`, {
       method,
       headers: {
         ...(opts.body !== undefined || opts.raw !== undefined ? { 'content-type': 'application/json' } : {}),
@@ -320,6 +325,7 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
     const api = startApp('api', env, await freePort());
     await api.ready();
     apiUrl = api.url;
+    checkedFetch = await contractFetch(apiUrl);
     const scheduler = startApp('scheduler', env, await freePort());
     apps = [api, scheduler];
     await scheduler.ready();
