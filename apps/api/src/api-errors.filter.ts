@@ -12,12 +12,26 @@ export class ApiErrorsFilter implements ExceptionFilter {
   catch(error: unknown, host: ArgumentsHost): void {
     if (host.getType() !== 'http') throw error;
     const res = host.switchToHttp().getResponse<Response>();
+    const parserError = bodyParserError(error);
+    if (parserError) {
+      res.status(parserError.status).json(parserError.body);
+      return;
+    }
     if (error instanceof HttpException) {
       // Framework errors: malformed JSON, a body over the size limit, an unknown route.
       const status = error.getStatus();
       const body = error.getResponse();
       const message =
         typeof body === 'string' ? body : String((body as { message?: unknown }).message ?? error.message);
+      // Malformed JSON reaches here as a 400 HttpException (Nest's body parsing), not an http-errors error.
+      if (status === 400 && /JSON/i.test(message)) {
+        res.status(400).json({
+          error: 'INVALID_ARGUMENT',
+          message: `body: ${message}`,
+          violations: [{ field: 'body', message: `is not valid JSON: ${message}` }],
+        });
+        return;
+      }
       const code =
         status === 400
           ? 'INVALID_ARGUMENT'
@@ -42,5 +56,57 @@ export class ApiErrorsFilter implements ExceptionFilter {
       message: (error as Error).message,
       ...(error instanceof ValidationError ? { violations: error.violations } : {}),
     });
+  }
+}
+
+/**
+ * The body parser's own refusals (http-errors with a `type`): a body over the limit is 413, a
+ * charset or encoding it cannot read 415, malformed JSON 400, each naming what was wrong. Anything
+ * else is undefined (handled as an application error).
+ */
+function bodyParserError(error: unknown):
+  | {
+      status: number;
+      body: { error: string; message: string; violations: { field: string; message: string }[] };
+    }
+  | undefined {
+  if (!error || typeof error !== 'object') return undefined;
+  const e = error as {
+    status?: unknown;
+    type?: unknown;
+    message?: unknown;
+    limit?: unknown;
+    length?: unknown;
+    charset?: unknown;
+    encoding?: unknown;
+  };
+  if (typeof e.status !== 'number' || typeof e.type !== 'string') return undefined;
+  const refuse = (status: number, code: string, field: string, message: string) => ({
+    status,
+    body: { error: code, message: `${field}: ${message}`, violations: [{ field, message }] },
+  });
+  switch (e.type) {
+    case 'entity.too.large':
+      return refuse(
+        413,
+        'RESOURCE_EXHAUSTED',
+        'body',
+        `is ${typeof e.length === 'number' ? `${e.length} bytes` : 'too large'}; the limit is ${String(e.limit)} bytes`,
+      );
+    case 'charset.unsupported':
+      return refuse(
+        415,
+        'INVALID_ARGUMENT',
+        'content-type',
+        `charset ${String(e.charset)} is not supported; send UTF-8 JSON`,
+      );
+    case 'encoding.unsupported':
+      return refuse(415, 'INVALID_ARGUMENT', 'content-encoding', `${String(e.encoding)} is not supported`);
+    case 'entity.parse.failed':
+      return refuse(400, 'INVALID_ARGUMENT', 'body', `is not valid JSON: ${String(e.message)}`);
+    default:
+      return e.status >= 400 && e.status < 500
+        ? refuse(e.status, 'INVALID_ARGUMENT', 'body', String(e.message))
+        : undefined;
   }
 }

@@ -1,6 +1,6 @@
 /** The one table from application error codes to gRPC status codes and HTTP statuses. */
 import { status as GrpcStatus } from '@grpc/grpc-js';
-import { PreconditionFailedError, type ErrorCode } from '@tickwork/jobs';
+import { IdempotencyKeyReusedError, PreconditionFailedError, type ErrorCode } from '@tickwork/jobs';
 
 export const GRPC_CODES: Readonly<Record<ErrorCode | 'DEADLINE_EXCEEDED', GrpcStatus>> = {
   INVALID_ARGUMENT: GrpcStatus.INVALID_ARGUMENT,
@@ -14,7 +14,10 @@ export const GRPC_CODES: Readonly<Record<ErrorCode | 'DEADLINE_EXCEEDED', GrpcSt
   DEADLINE_EXCEEDED: GrpcStatus.DEADLINE_EXCEEDED,
 };
 
-/** HTTP status for an error code; a stale etag (If-Match) is 412, other failed preconditions 409. */
+/**
+ * HTTP status for an error code; a stale etag (If-Match) is 412, an idempotency key reused for
+ * another request 422 (as the IETF Idempotency-Key draft has it), other failed preconditions 409.
+ */
 export function httpStatusOf(code: ErrorCode, error: unknown): number {
   switch (code) {
     case 'INVALID_ARGUMENT':
@@ -28,6 +31,7 @@ export function httpStatusOf(code: ErrorCode, error: unknown): number {
     case 'ALREADY_EXISTS':
       return 409;
     case 'FAILED_PRECONDITION':
+      if (error instanceof IdempotencyKeyReusedError) return 422;
       return error instanceof PreconditionFailedError && /etag/.test(error.message) ? 412 : 409;
     case 'RESOURCE_EXHAUSTED':
       return 429;

@@ -1,6 +1,7 @@
 /** Tickwork's domain: jobs, schedules, fences, fires, runs and validation. Pure TypeScript, no I/O. */
 export * from './job';
 export * from './target';
+export * from './secret-headers';
 export * from './policies';
 export * from './fence';
 export * from './fire';

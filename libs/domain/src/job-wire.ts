@@ -12,7 +12,7 @@ import {
   type RetryPolicy,
 } from './policies';
 import { HTTP_METHODS, TARGET_TYPES, type Target } from './target';
-import { FieldReader, type FieldViolation, type Validated } from './validation';
+import { FieldReader, unstorableTextProblem, type FieldViolation, type Validated } from './validation';
 import { instantRangeProblem, MAX_POLICY_DURATION_MS } from './instant';
 import { JOB_ID_PATTERN, TENANT_ID_PATTERN, type Job, type JobDefinition, type JsonValue } from './job';
 import type { Schedule } from './schedule/schedule';
@@ -32,6 +32,21 @@ export const DEFAULT_JOB_LIMITS: JobDefinitionLimits = {
   maxPayloadBytes: 256 * 1024,
   maxJitterMs: 3_600_000,
 };
+
+/**
+ * How deep a payload may nest objects and arrays (`{"a": 1}` is 1 deep), on every interface. The
+ * gRPC API carries a payload as google.protobuf.Value, two messages per level, and protobuf
+ * decoders stop at 100 nested messages (protobufjs, the C++ and Python runtimes): with the Job and
+ * response messages around it, 32 levels leave room, so a job any interface accepts every other
+ * can return. Checked without recursion, so a payload nested 10,000 deep is refused, not a crash.
+ */
+export const MAX_PAYLOAD_DEPTH = 32;
+
+/** HTTP header field names (RFC 9110 tokens): no CR, LF, colon or space can slip into a request. */
+const HTTP_TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** Control characters a header value must not carry (CR and LF would split the request; HTAB is fine). */
+// eslint-disable-next-line no-control-regex -- control characters are what this looks for
+const HEADER_VALUE_CONTROL = /[\u0000-\u0008\u000a-\u001f\u007f]/;
 
 const JOB_FIELDS = ['job_id', 'tenant_id', 'schedule', 'target', 'payload', 'policies', 'labels'];
 
@@ -109,6 +124,17 @@ function parseTarget(raw: unknown, r: FieldReader): Target | undefined {
   }
   if (type === 'webhook') {
     r.noUnknownKeys(t, ['type', 'url', 'method', 'headers', 'timeout_ms', 'success_status'], 'target');
+    let headersOk = true;
+    for (const [k, v] of Object.entries(headers ?? {})) {
+      if (!HTTP_TOKEN.test(k)) {
+        r.fail(`target.headers.${k}`, "is not an HTTP header name (letters, digits and !#$%&'*+.^_`|~-)");
+        headersOk = false;
+      } else if (HEADER_VALUE_CONTROL.test(v)) {
+        r.fail(`target.headers.${k}`, 'must not contain control characters such as CR or LF');
+        headersOk = false;
+      }
+    }
+    if (!headersOk) return undefined;
     const url = r.string(t.url, 'target.url', { required: true, maxLength: TARGET_LIMITS.urlChars });
     if (url !== undefined && !isHttpUrl(url))
       r.fail('target.url', 'must be an absolute http:// or https:// URL');
@@ -139,6 +165,7 @@ function parseStatusRange(raw: unknown, r: FieldReader): { min: number; max: num
   if (raw === undefined || raw === null) return { min: 200, max: 299 };
   const o = r.object(raw, 'target.success_status', false);
   if (!o) return undefined;
+  r.noUnknownKeys(o, ['min', 'max'], 'target.success_status');
   const min = r.integer(o.min, 'target.success_status.min', { required: true, min: 100, max: 599 });
   const max = r.integer(o.max, 'target.success_status.max', { required: true, min: 100, max: 599 });
   if (min === undefined || max === undefined) return undefined;
@@ -160,12 +187,57 @@ function isHttpUrl(raw: string): boolean {
 
 function parsePayload(raw: unknown, r: FieldReader, maxBytes: number): JsonValue | undefined {
   if (raw === undefined) return null;
+  const problems = payloadProblems(raw, 'payload');
+  if (problems.length > 0) {
+    r.adopt(problems);
+    return undefined;
+  }
   const bytes = Buffer.byteLength(JSON.stringify(raw), 'utf8');
   if (bytes > maxBytes) {
     r.fail('payload', `is ${bytes} bytes; the limit is ${maxBytes}`);
     return undefined;
   }
   return raw as JsonValue;
+}
+
+/**
+ * What makes a JSON value unstorable as a payload: nesting deeper than MAX_PAYLOAD_DEPTH, text
+ * PostgreSQL cannot hold (in a string or a key), a number JSON cannot carry. Iterative, so no
+ * depth can overflow the stack; reports at most a few problems, each with its path.
+ */
+export function payloadProblems(raw: unknown, field: string): FieldViolation[] {
+  const out: FieldViolation[] = [];
+  const stack: { value: unknown; path: string; depth: number }[] = [{ value: raw, path: field, depth: 0 }];
+  while (stack.length > 0 && out.length < 5) {
+    const { value, path, depth } = stack.pop()!;
+    if (typeof value === 'string') {
+      const problem = unstorableTextProblem(value);
+      if (problem) out.push({ field: path, message: problem });
+    } else if (typeof value === 'number') {
+      if (!Number.isFinite(value)) out.push({ field: path, message: 'must be a finite number' });
+    } else if (value !== null && typeof value === 'object') {
+      if (depth + 1 > MAX_PAYLOAD_DEPTH) {
+        out.push({
+          field,
+          message: `nests objects and arrays more than ${MAX_PAYLOAD_DEPTH} deep (at ${path})`,
+        });
+        break;
+      }
+      if (Array.isArray(value)) {
+        for (let i = value.length - 1; i >= 0; i--)
+          stack.push({ value: value[i], path: `${path}[${i}]`, depth: depth + 1 });
+      } else {
+        for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+          const problem = unstorableTextProblem(k);
+          if (problem) out.push({ field: `${path}.${k}`, message: `(the key) ${problem}` });
+          stack.push({ value: v, path: `${path}.${k}`, depth: depth + 1 });
+        }
+      }
+    } else if (value !== null && typeof value !== 'boolean') {
+      out.push({ field: path, message: 'must be JSON (null, boolean, number, string, array or object)' });
+    }
+  }
+  return out;
 }
 
 function parsePolicies(
@@ -176,9 +248,7 @@ function parsePolicies(
 ): JobPolicies | undefined {
   const p = root.object(raw, 'policies', false) ?? {};
   root.noUnknownKeys(p, ['retry', 'misfire', 'catch_up_window_ms', 'overlap', 'jitter_ms'], 'policies');
-  const retryReader = r.child('retry');
-  const retry = parseRetry(p.retry, retryReader);
-  r.adopt(retryReader);
+  const retry = parseRetry(p.retry, r);
   const misfire = r.oneOf(p.misfire, 'misfire', MISFIRE_POLICIES, 'FIRE_ONCE');
   const overlap = r.oneOf(p.overlap, 'overlap', OVERLAP_POLICIES, 'ALLOW');
   const jitterMs = r.integer(p.jitter_ms ?? 0, 'jitter_ms', { min: 0, max: limits.maxJitterMs });
@@ -191,13 +261,21 @@ function parsePolicies(
   return { retry, misfire, overlap, jitterMs, catchUpWindowMs: window };
 }
 
-function parseRetry(raw: unknown, r: FieldReader): RetryPolicy | undefined {
+function parseRetry(raw: unknown, policies: FieldReader): RetryPolicy | undefined {
   if (raw === undefined || raw === null) return DEFAULT_RETRY_POLICY;
   if (typeof raw !== 'object' || Array.isArray(raw)) {
-    r.fail('', 'must be an object');
+    policies.fail('retry', 'must be an object');
     return undefined;
   }
   const o = raw as Record<string, unknown>;
+  const r = policies.child('retry');
+  r.noUnknownKeys(o, [
+    'max_attempts',
+    'initial_backoff_ms',
+    'multiplier',
+    'max_backoff_ms',
+    'max_event_age_ms',
+  ]);
   const d = DEFAULT_RETRY_POLICY;
   const maxAttempts = r.integer(o.max_attempts ?? d.maxAttempts, 'max_attempts', { min: 1, max: 100 });
   // Bounded so that no retry time (now + backoff) and no age cut-off leaves the instant range.
@@ -214,7 +292,9 @@ function parseRetry(raw: unknown, r: FieldReader): RetryPolicy | undefined {
     min: 1_000,
     max: MAX_EVENT_AGE_MS,
   });
+  policies.adopt(r);
   if (
+    r.violations.length > 0 ||
     maxAttempts === undefined ||
     initialBackoffMs === undefined ||
     multiplier === undefined ||

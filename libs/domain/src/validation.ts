@@ -70,6 +70,11 @@ export class FieldReader {
       this.fail(field, 'must not be empty');
       return undefined;
     }
+    const textProblem = unstorableTextProblem(raw);
+    if (textProblem) {
+      this.fail(field, textProblem);
+      return undefined;
+    }
     if (opts.maxLength !== undefined && raw.length > opts.maxLength) {
       this.fail(field, `must be at most ${opts.maxLength} characters`);
       return undefined;
@@ -139,14 +144,33 @@ export class FieldReader {
     const obj = this.object(raw, field, false);
     if (!obj) return undefined;
     const out: Record<string, string> = {};
+    let ok = true;
     for (const [k, v] of Object.entries(obj)) {
+      const keyProblem =
+        k === '__proto__'
+          ? 'is a reserved name'
+          : k.length === 0
+            ? 'names must not be empty'
+            : unstorableTextProblem(k);
+      if (keyProblem) {
+        this.fail(`${field}.${k}`, keyProblem.startsWith('names') ? keyProblem : `(the name) ${keyProblem}`);
+        ok = false;
+        continue;
+      }
       if (typeof v !== 'string') {
         this.fail(`${field}.${k}`, 'must be a string');
+        ok = false;
+        continue;
+      }
+      const valueProblem = unstorableTextProblem(v);
+      if (valueProblem) {
+        this.fail(`${field}.${k}`, valueProblem);
+        ok = false;
         continue;
       }
       out[k] = v;
     }
-    return out;
+    return ok ? out : undefined;
   }
 
   /** Rejects keys the schema does not know, so typos do not silently fall back to defaults. */
@@ -155,6 +179,29 @@ export class FieldReader {
       if (!known.includes(key)) this.fail(field ? `${field}.${key}` : key, 'is not a known field');
     }
   }
+}
+
+// eslint-disable-next-line no-control-regex -- control characters are what this looks for
+const UNSTORABLE_TEXT = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/**
+ * Why text cannot be stored, or undefined: PostgreSQL's text and jsonb refuse U+0000, and a lone
+ * UTF-16 surrogate is no Unicode character at all (it has no UTF-8 form). Every boundary refuses
+ * both, naming the field, instead of failing in the database.
+ */
+export function unstorableTextProblem(s: string): string | undefined {
+  const m = UNSTORABLE_TEXT.exec(s);
+  if (!m) return undefined;
+  return m[0] === '\u0000'
+    ? `must not contain U+0000 (NUL; at index ${m.index})`
+    : `must not contain an unpaired UTF-16 surrogate (at index ${m.index})`;
+}
+
+/** The text with every NUL and unpaired surrogate replaced by U+FFFD, for records of refused input. */
+export function storableText(s: string): string {
+  return unstorableTextProblem(s) === undefined
+    ? s
+    : s.replace(new RegExp(UNSTORABLE_TEXT.source, 'g'), '\ufffd');
 }
 
 /** Parses an ISO-8601 timestamp that carries an explicit offset or Z; undefined when it is not one. */

@@ -71,12 +71,30 @@ export class PreconditionFailedError extends Error {
   }
 }
 
+/**
+ * A CreateJob idempotency key already used, within its retention, for a different request: the
+ * client reuses keys across requests, which would make a retry create or return the wrong job.
+ */
+export class IdempotencyKeyReusedError extends Error {
+  constructor(readonly key: string) {
+    super(
+      `idempotency_key ${JSON.stringify(key)} was used for a different CreateJob request in the last 24 hours; use a new key for a new request`,
+    );
+    this.name = 'IdempotencyKeyReusedError';
+  }
+}
+
 /** The canonical code of an error; anything unexpected is INTERNAL. */
 export function errorCodeOf(e: unknown): ErrorCode {
   if (e instanceof ValidationError) return 'INVALID_ARGUMENT';
   if (e instanceof NotFoundError) return 'NOT_FOUND';
   if (e instanceof JobAlreadyExistsError) return 'ALREADY_EXISTS';
-  if (e instanceof PreconditionFailedError || e instanceof AlreadyReplayedError) return 'FAILED_PRECONDITION';
+  if (
+    e instanceof PreconditionFailedError ||
+    e instanceof AlreadyReplayedError ||
+    e instanceof IdempotencyKeyReusedError
+  )
+    return 'FAILED_PRECONDITION';
   if (e instanceof UnauthenticatedError) return 'UNAUTHENTICATED';
   if (e instanceof PermissionDeniedError) return 'PERMISSION_DENIED';
   if (e instanceof QuotaExceededError) return 'RESOURCE_EXHAUSTED';

@@ -2,12 +2,18 @@
  * What happened to jobs, for the admin API: runs, the occurrence ledger, dead letters, and the
  * replay of a dead letter as a new fire. Tenancy and audit as in JobService.
  */
-import { fireIdOf, ValidationError, type FireEvent, type Run } from '@tickwork/domain';
-import type { DeadLetterEntry, HistoryRepository, JobRepository, OccurrenceEntry } from '@tickwork/store';
+import { fireIdOf, JOB_ID_PATTERN, ValidationError, type FireEvent, type Run } from '@tickwork/domain';
+import type {
+  DeadLetterEntry,
+  HistoryRepository,
+  JobRepository,
+  MutationMeta,
+  OccurrenceEntry,
+} from '@tickwork/store';
 import { tenantScope, visibleJob, type Caller } from './caller';
 import { NotFoundError, PreconditionFailedError } from './errors';
 import type { JobService } from './job-service';
-import { decodePageToken, encodePageToken, pageSize } from './page-token';
+import { checkPosition, decodePageToken, encodePageToken, pageSize, TOKEN_FIELD } from './page-token';
 
 export interface Page {
   readonly pageSize?: number;
@@ -18,7 +24,12 @@ export interface Page {
 export function parseFireId(fireId: string, field = 'fire_id'): { jobId: string; fenceToken: number } {
   const at = fireId.lastIndexOf(':');
   const fenceToken = Number(fireId.slice(at + 1));
-  if (at <= 0 || !/^\d{1,15}$/.test(fireId.slice(at + 1)) || !Number.isSafeInteger(fenceToken)) {
+  if (
+    at <= 0 ||
+    !JOB_ID_PATTERN.test(fireId.slice(0, at)) ||
+    !/^\d{1,15}$/.test(fireId.slice(at + 1)) ||
+    !Number.isSafeInteger(fenceToken)
+  ) {
     throw new ValidationError([{ field, message: 'must be job_id:fence_token, e.g. nightly-report:42' }]);
   }
   return { jobId: fireId.slice(0, at), fenceToken };
@@ -33,9 +44,11 @@ export class JobHistoryService {
 
   /** A job's runs, newest first. */
   async listRuns(caller: Caller, jobId: string, page: Page): Promise<{ runs: Run[]; nextPageToken: string }> {
+    checkJobId(jobId);
     visibleJob(caller, jobId, await this.jobs.findJob(jobId));
     const limit = pageSize(page.pageSize);
     const pos = decodePageToken(page.pageToken, `runs:${jobId}`);
+    if (pos) checkPosition(pos, { before: TOKEN_FIELD.fenceToken });
     const runs = await this.history.listRuns(
       jobId,
       limit + 1,
@@ -52,6 +65,7 @@ export class JobHistoryService {
 
   /** One run of a job the caller may see. */
   async getRun(caller: Caller, jobId: string, fenceToken: number): Promise<Run> {
+    checkJobId(jobId);
     visibleJob(caller, jobId, await this.jobs.findJob(jobId));
     if (!Number.isSafeInteger(fenceToken) || fenceToken < 1)
       throw new ValidationError([{ field: 'fence_token', message: 'must be a positive integer' }]);
@@ -66,10 +80,17 @@ export class JobHistoryService {
     jobId: string,
     page: Page,
   ): Promise<{ occurrences: OccurrenceEntry[]; nextPageToken: string }> {
+    checkJobId(jobId);
     visibleJob(caller, jobId, await this.jobs.findJob(jobId));
     const limit = pageSize(page.pageSize);
     const kind = `occurrences:${jobId}`;
     const pos = decodePageToken(page.pageToken, kind);
+    if (pos)
+      checkPosition(pos, {
+        at: TOKEN_FIELD.instant,
+        kind: TOKEN_FIELD.oneOf('FIRE', 'SKIP'),
+        seq: TOKEN_FIELD.fenceToken,
+      });
     const cursor =
       pos &&
       typeof pos.at === 'string' &&
@@ -93,8 +114,18 @@ export class JobHistoryService {
   ): Promise<{ deadLetters: DeadLetterEntry[]; nextPageToken: string }> {
     const tenantId = tenantScope(caller, req.tenantId, 'tenant_id');
     const limit = pageSize(req.pageSize);
+    if (req.jobId && !JOB_ID_PATTERN.test(req.jobId))
+      throw new ValidationError([
+        { field: 'job_id', message: 'must be 1-128 characters of letters, digits, . _ : -' },
+      ]);
     const filters = { tenant_id: tenantId, job_id: req.jobId };
     const pos = decodePageToken(req.pageToken, 'dead-letters', filters);
+    if (pos)
+      checkPosition(pos, {
+        atMicros: TOKEN_FIELD.micros,
+        jobId: TOKEN_FIELD.jobId,
+        fenceToken: TOKEN_FIELD.fenceToken,
+      });
     const before =
       pos &&
       typeof pos.atMicros === 'string' &&
@@ -122,34 +153,51 @@ export class JobHistoryService {
    * ledger runs it), attempt 1, the original nominal time, trigger REPLAY. Each dead letter once.
    */
   async replayDeadLetter(caller: Caller, fireId: string): Promise<FireEvent> {
-    const { jobId, fenceToken } = parseFireId(fireId);
-    return this.service.audited(caller, 'ReplayDeadLetter', jobId, { details: { fire_id: fireId } }, (meta) =>
-      this.jobs.mutate(jobId, meta, async (found, tx) => {
-        const dead = await tx.deadLetter(fenceToken);
-        if (!dead || (caller.tenantId !== null && dead.run.tenantId !== caller.tenantId))
-          throw new NotFoundError(`dead letter ${fireId} not found`);
-        const job = visibleJob(caller, jobId, found);
-        if (dead.replayFenceToken !== null) {
-          throw new PreconditionFailedError(
-            `dead letter ${fireId} was already replayed as ${fireIdOf({ jobId, fenceToken: dead.replayFenceToken })}`,
-          );
-        }
-        const original = dead.event;
-        const fire = await tx.recordFire('REPLAY', `replay:${caller.actor}`, (newToken, now) => ({
-          jobId,
-          tenantId: job.tenantId,
-          fenceToken: newToken,
-          fireId: fireIdOf({ jobId, fenceToken: newToken }),
-          scheduledFor: now,
-          nominalTime: dead.run.nominalTime,
-          attempt: 1,
-          target: original?.target ?? job.target,
-          payload: original ? original.payload : job.payload,
-        }));
-        await tx.markReplayed(fenceToken, fire.fenceToken, caller.actor);
-        tx.note({ replayed_fire_id: fireId });
-        return fire;
-      }),
+    const named = fireId.slice(0, Math.max(0, fireId.lastIndexOf(':')));
+    const auditedJobId = JOB_ID_PATTERN.test(named) ? named : null;
+    return this.service.audited(
+      caller,
+      'ReplayDeadLetter',
+      auditedJobId,
+      { details: { fire_id: fireId.slice(0, 200) } },
+      (meta) => this.replay(caller, fireId, meta),
     );
   }
+
+  private async replay(caller: Caller, fireId: string, meta: MutationMeta): Promise<FireEvent> {
+    const { jobId, fenceToken } = parseFireId(fireId);
+    return this.jobs.mutate(jobId, meta, async (found, tx) => {
+      const dead = await tx.deadLetter(fenceToken);
+      if (!dead || (caller.tenantId !== null && dead.run.tenantId !== caller.tenantId))
+        throw new NotFoundError(`dead letter ${fireId} not found`);
+      const job = visibleJob(caller, jobId, found);
+      if (dead.replayFenceToken !== null) {
+        throw new PreconditionFailedError(
+          `dead letter ${fireId} was already replayed as ${fireIdOf({ jobId, fenceToken: dead.replayFenceToken })}`,
+        );
+      }
+      const original = dead.event;
+      const fire = await tx.recordFire('REPLAY', `replay:${caller.actor}`, (newToken, now) => ({
+        jobId,
+        tenantId: job.tenantId,
+        fenceToken: newToken,
+        fireId: fireIdOf({ jobId, fenceToken: newToken }),
+        scheduledFor: now,
+        nominalTime: dead.run.nominalTime,
+        attempt: 1,
+        target: original?.target ?? job.target,
+        payload: original ? original.payload : job.payload,
+      }));
+      await tx.markReplayed(fenceToken, fire.fenceToken, caller.actor);
+      tx.note({ replayed_fire_id: fireId });
+      return fire;
+    });
+  }
+}
+
+function checkJobId(jobId: string): void {
+  if (!JOB_ID_PATTERN.test(jobId))
+    throw new ValidationError([
+      { field: 'job_id', message: 'must be 1-128 characters of letters, digits, . _ : -' },
+    ]);
 }

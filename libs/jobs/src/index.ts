@@ -2,6 +2,7 @@ export {
   JobService,
   etagOf,
   versionOfEtag,
+  IDEMPOTENCY_KEY_RETENTION_MS,
   UPDATABLE_FIELDS,
   type JobServiceOptions,
   type JobListRequest,
@@ -33,6 +34,7 @@ export {
 export { callerOf, tenantScope, visibleJob, type Caller, type Via } from './caller';
 export {
   errorCodeOf,
+  IdempotencyKeyReusedError,
   JobNotFoundError,
   NotFoundError,
   PermissionDeniedError,
@@ -41,4 +43,12 @@ export {
   UnauthenticatedError,
   type ErrorCode,
 } from './errors';
-export { encodePageToken, decodePageToken, pageSize } from './page-token';
+export {
+  encodePageToken,
+  decodePageToken,
+  filtersDigest,
+  pageSize,
+  checkPosition,
+  TOKEN_FIELD,
+  type PageFilters,
+} from './page-token';

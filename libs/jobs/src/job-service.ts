@@ -4,7 +4,7 @@
  * quotas and audits alike. Changes run under the job's row lock (see JobRepository.mutate), so they
  * are safe to race with a scheduler claim.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { TenantQuotas } from '@tickwork/config';
 import {
   fireIdOf,
@@ -14,7 +14,9 @@ import {
   jobToWire,
   occurrenceAt,
   parseJobDefinition,
+  restoreMaskedSecrets,
   shardOf,
+  unstorableTextProblem,
   ValidationError,
   type FireEvent,
   type Job,
@@ -30,11 +32,19 @@ import {
   type CommandStamp,
   type HistoryRepository,
   type JobRepository,
+  type AuditEntry,
   type JobTransaction,
   type MutationMeta,
 } from '@tickwork/store';
 import { tenantScope, visibleJob, type Caller } from './caller';
-import { errorCodeOf, PreconditionFailedError, QuotaExceededError } from './errors';
+import {
+  errorCodeOf,
+  IdempotencyKeyReusedError,
+  JobNotFoundError,
+  PreconditionFailedError,
+  QuotaExceededError,
+} from './errors';
+import type { Via } from './caller';
 import { decodePageToken, encodePageToken, pageSize } from './page-token';
 
 export { JobNotFoundError } from './errors';
@@ -70,6 +80,12 @@ export interface JobListRequest {
   readonly pageToken?: string;
 }
 
+/** How long a CreateJob idempotency key keeps answering with its job: 24 hours. */
+export const IDEMPOTENCY_KEY_RETENTION_MS = 24 * 3_600_000;
+
+/** An idempotency key: 1-255 printable ASCII characters (what an HTTP header value can carry plainly). */
+const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+
 /** The etag of a job version: opaque to clients, `v<version>`. */
 export function etagOf(job: Job): string {
   return `v${job.version}`;
@@ -93,19 +109,64 @@ export class JobService {
     this.now = opts.now ?? (() => new Date());
   }
 
-  /** Validates and stores a new job for the caller's tenant; throws ValidationError naming each bad field. */
-  async createJob(caller: Caller, raw: unknown, command?: CommandStamp): Promise<Job> {
+  /**
+   * Validates and stores a new job for the caller's tenant; throws ValidationError naming each bad
+   * field. With an idempotency key, a repeat of the same request (within the retention) returns
+   * the job the first one created instead of creating another; another request under the same key
+   * is refused (IdempotencyKeyReusedError).
+   */
+  async createJob(
+    caller: Caller,
+    raw: unknown,
+    command?: CommandStamp,
+    opts: { idempotencyKey?: string; idempotencyKeyField?: string } = {},
+  ): Promise<Job> {
     const body =
       raw && typeof raw === 'object' && !Array.isArray(raw) ? (raw as Record<string, unknown>) : undefined;
     const namedId = typeof body?.job_id === 'string' ? body.job_id : null;
     return this.audited(caller, 'CreateJob', namedId, { command }, async (meta) => {
       if (body && body.tenant_id !== undefined && typeof body.tenant_id !== 'string')
         throw new ValidationError([{ field: 'tenant_id', message: 'must be a string' }]);
+      const key = opts.idempotencyKey;
+      if (key !== undefined && !IDEMPOTENCY_KEY_PATTERN.test(key))
+        throw new ValidationError([
+          {
+            field: opts.idempotencyKeyField ?? 'idempotency_key',
+            message: 'must be 1-255 printable ASCII characters (no spaces)',
+          },
+        ]);
       const tenantId =
         tenantScope(caller, typeof body?.tenant_id === 'string' ? body.tenant_id : undefined, 'tenant_id') ??
         'default';
-      const definition = this.parse(raw, tenantId);
-      return this.jobs.mutate(definition.jobId, meta, async (_existing, tx) => this.insert(tx, definition));
+      const definition = this.parse(this.withSecretsRestored(raw, null), tenantId);
+      if (key === undefined)
+        return this.jobs.mutate(definition.jobId, meta, async (_existing, tx) => this.insert(tx, definition));
+      const requestSha256 = createHash('sha256').update(canonicalJson(raw)).digest('hex');
+      // Twice at most: a concurrent call with the same key that commits first is found the second time.
+      for (let attempt = 1; ; attempt++) {
+        const prior = await this.jobs.findIdempotencyKey(tenantId, key, IDEMPOTENCY_KEY_RETENTION_MS);
+        if (prior) {
+          if (prior.requestSha256 !== requestSha256) throw new IdempotencyKeyReusedError(key);
+          const job = await this.jobs.findJob(prior.jobId);
+          if (!job) throw new JobNotFoundError(prior.jobId);
+          await this.jobs.recordRefusal(meta.audit, {
+            tenantId,
+            jobId: job.jobId,
+            outcome: 'OK',
+            details: { idempotency_key: key, replayed: true },
+          });
+          return job;
+        }
+        try {
+          return await this.jobs.mutate(definition.jobId, meta, async (_existing, tx) => {
+            if (!(await tx.claimIdempotencyKey(tenantId, key, requestSha256, IDEMPOTENCY_KEY_RETENTION_MS)))
+              throw new KeyTakenMeanwhile();
+            return this.insert(tx, definition);
+          });
+        } catch (e) {
+          if (!(e instanceof KeyTakenMeanwhile) || attempt >= 2) throw e;
+        }
+      }
     });
   }
 
@@ -132,15 +193,25 @@ export class JobService {
         ]);
       status = req.status as JobStatus;
     }
+    const labels = req.labels ?? {};
+    const labelProblems = Object.entries(labels).flatMap(([k, v]) => {
+      const problem = unstorableTextProblem(k) ?? unstorableTextProblem(v);
+      return problem ? [{ field: `labels.${k}`, message: problem }] : [];
+    });
+    if (labelProblems.length > 0) throw new ValidationError(labelProblems);
     const limit = pageSize(req.pageSize);
     // The token is bound to the effective filters (the tenant scope as resolved, not as asked).
-    const filters = { tenant_id: tenantId, status, label: req.labels ?? {} };
+    const filters = { tenant_id: tenantId, status, label: labels };
     const position = decodePageToken(req.pageToken, 'jobs', filters);
-    const after = typeof position?.after === 'string' ? position.after : undefined;
+    if (position && (typeof position.after !== 'string' || !JOB_ID_PATTERN.test(position.after)))
+      throw new ValidationError([
+        { field: 'page_token', message: 'is not a page token issued by this listing' },
+      ]);
+    const after = position?.after as string | undefined;
     const { jobs, cut } = await this.jobs.listJobs({
       tenantId,
       status,
-      labels: req.labels ?? {},
+      labels,
       afterJobId: after,
       limit: limit + 1,
       maxBytes: LIST_JOBS_PAGE_MAX_BYTES,
@@ -165,30 +236,38 @@ export class JobService {
     mask: readonly string[],
     etag?: string,
   ): Promise<Job> {
-    checkJobId(jobId);
-    if (mask.length === 0)
-      throw new ValidationError([
-        { field: 'update_mask', message: `must name at least one of ${UPDATABLE_FIELDS.join(', ')}` },
-      ]);
-    const bad = mask
-      .map((p, i) => [p, i] as const)
-      .filter(([p]) => !(UPDATABLE_FIELDS as readonly string[]).includes(p));
-    if (bad.length > 0)
-      throw new ValidationError(
-        bad.map(([p, i]) => ({
-          field: `update_mask.paths[${i}]`,
-          message: `${JSON.stringify(p)} is not one of ${UPDATABLE_FIELDS.join(', ')}`,
-        })),
-      );
-    const expected = etag ? versionOfEtag(etag) : undefined;
-    return this.audited(caller, 'UpdateJob', jobId, { details: { update_mask: [...mask] } }, (meta) =>
-      this.jobs.mutate(jobId, meta, async (found, tx) => {
-        const job = visibleJob(caller, jobId, found);
-        checkVersion(job, expected);
-        const merged: Record<string, unknown> = { ...definitionWire(job) };
-        for (const field of mask) merged[field] = patch[field];
-        return this.replace(tx, job, this.parse(merged, job.tenantId));
-      }),
+    return this.audited(
+      caller,
+      'UpdateJob',
+      auditedJobId(jobId),
+      { details: { update_mask: [...mask] } },
+      (meta) => {
+        checkJobId(jobId);
+        if (mask.length === 0)
+          throw new ValidationError([
+            { field: 'update_mask', message: `must name at least one of ${UPDATABLE_FIELDS.join(', ')}` },
+          ]);
+        const bad = mask
+          .map((p, i) => [p, i] as const)
+          .filter(([p]) => !(UPDATABLE_FIELDS as readonly string[]).includes(p));
+        if (bad.length > 0)
+          throw new ValidationError(
+            bad.map(([p, i]) => ({
+              field: `update_mask.paths[${i}]`,
+              message: `${JSON.stringify(p)} is not one of ${UPDATABLE_FIELDS.join(', ')}`,
+            })),
+          );
+        const expected = etag ? versionOfEtag(etag) : undefined;
+        return this.jobs.mutate(jobId, meta, async (found, tx) => {
+          const job = visibleJob(caller, jobId, found);
+          checkVersion(job, expected);
+          const merged: Record<string, unknown> = { ...definitionWire(job) };
+          for (const field of mask) merged[field] = patch[field];
+          if (mask.includes('target'))
+            merged.target = this.withSecretsRestored({ target: merged.target }, job).target;
+          return this.replace(tx, job, this.parse(merged, job.tenantId));
+        });
+      },
     );
   }
 
@@ -201,9 +280,10 @@ export class JobService {
     expectedVersion: number | null,
   ): Promise<Job> {
     const tenantId = tenantScope(caller, undefined, 'tenant_id') ?? 'default';
-    const definition = this.parse({ ...raw, job_id: jobId }, tenantId);
+    this.parse({ ...raw, job_id: jobId }, tenantId); // refuses a bad job before the row is locked
     return this.audited(caller, 'UpsertJob', jobId, { command }, (meta) =>
       this.jobs.mutate(jobId, meta, async (found, tx) => {
+        const definition = this.parse(this.withSecretsRestored({ ...raw, job_id: jobId }, found), tenantId);
         if (!found) return this.insert(tx, definition);
         const job = visibleJob(caller, jobId, found);
         checkVersion(job, expectedVersion ?? undefined);
@@ -214,34 +294,38 @@ export class JobService {
 
   /** Stops claiming the job; a paused job stays paused (idempotent). */
   async pauseJob(caller: Caller, jobId: string, command?: CommandStamp): Promise<Job> {
-    checkJobId(jobId);
-    return this.audited(caller, 'PauseJob', jobId, { command }, (meta) =>
-      this.jobs.mutate(jobId, meta, async (found, tx) => {
-        const job = visibleJob(caller, jobId, found);
-        if (job.status === 'PAUSED') return job;
-        if (job.status === 'COMPLETED')
-          throw new PreconditionFailedError(`job ${jobId} is COMPLETED: it has no occurrence left to pause`);
-        return tx.setStatus('PAUSED');
-      }),
+    return this.audited(caller, 'PauseJob', auditedJobId(jobId), { command }, (meta) =>
+      checkedJobId(jobId, () =>
+        this.jobs.mutate(jobId, meta, async (found, tx) => {
+          const job = visibleJob(caller, jobId, found);
+          if (job.status === 'PAUSED') return job;
+          if (job.status === 'COMPLETED')
+            throw new PreconditionFailedError(
+              `job ${jobId} is COMPLETED: it has no occurrence left to pause`,
+            );
+          return tx.setStatus('PAUSED');
+        }),
+      ),
     );
   }
 
   /** Claims the job again from its stored next occurrence (missed ones follow the misfire policy). Idempotent. */
   async resumeJob(caller: Caller, jobId: string, command?: CommandStamp): Promise<Job> {
-    checkJobId(jobId);
-    return this.audited(caller, 'ResumeJob', jobId, { command }, (meta) =>
-      this.jobs.mutate(jobId, meta, async (found, tx) => {
-        const job = visibleJob(caller, jobId, found);
-        if (job.status === 'SCHEDULED') return job;
-        if (job.status === 'COMPLETED')
-          throw new PreconditionFailedError(
-            `job ${jobId} is COMPLETED: it has no occurrence left; update its schedule instead`,
-          );
-        if (job.nextRunAt && job.nextNominalAt) return tx.setStatus('SCHEDULED');
-        const next = this.firstOccurrence(job);
-        if (!next) throw new PreconditionFailedError(`job ${jobId} has no occurrence left`);
-        return tx.setStatus('SCHEDULED', next);
-      }),
+    return this.audited(caller, 'ResumeJob', auditedJobId(jobId), { command }, (meta) =>
+      checkedJobId(jobId, () =>
+        this.jobs.mutate(jobId, meta, async (found, tx) => {
+          const job = visibleJob(caller, jobId, found);
+          if (job.status === 'SCHEDULED') return job;
+          if (job.status === 'COMPLETED')
+            throw new PreconditionFailedError(
+              `job ${jobId} is COMPLETED: it has no occurrence left; update its schedule instead`,
+            );
+          if (job.nextRunAt && job.nextNominalAt) return tx.setStatus('SCHEDULED');
+          const next = this.firstOccurrence(job);
+          if (!next) throw new PreconditionFailedError(`job ${jobId} has no occurrence left`);
+          return tx.setStatus('SCHEDULED', next);
+        }),
+      ),
     );
   }
 
@@ -251,15 +335,15 @@ export class JobService {
     jobId: string,
     opts: { etag?: string; expectedVersion?: number; command?: CommandStamp } = {},
   ): Promise<void> {
-    checkJobId(jobId);
-    const expected = opts.etag ? versionOfEtag(opts.etag) : opts.expectedVersion;
-    await this.audited(caller, 'DeleteJob', jobId, { command: opts.command }, (meta) =>
-      this.jobs.mutate(jobId, meta, async (found, tx) => {
+    await this.audited(caller, 'DeleteJob', auditedJobId(jobId), { command: opts.command }, (meta) => {
+      checkJobId(jobId);
+      const expected = opts.etag ? versionOfEtag(opts.etag) : opts.expectedVersion;
+      return this.jobs.mutate(jobId, meta, async (found, tx) => {
         const job = visibleJob(caller, jobId, found);
         checkVersion(job, expected);
         await tx.delete();
-      }),
-    );
+      });
+    });
   }
 
   /** Keeps a Kafka command's rejection as its one outcome: a later copy of it is a duplicate. */
@@ -274,23 +358,53 @@ export class JobService {
 
   /** Fires the job now, once, outside its schedule: a new fence token and an outbox row with trigger MANUAL. */
   async triggerJob(caller: Caller, jobId: string, command?: CommandStamp): Promise<FireEvent> {
-    checkJobId(jobId);
-    return this.audited(caller, 'TriggerJob', jobId, { command }, (meta) =>
-      this.jobs.mutate(jobId, meta, async (found, tx) => {
-        const job = visibleJob(caller, jobId, found);
-        return tx.recordFire('MANUAL', `manual:${caller.actor}`, (fenceToken, now) => ({
-          jobId,
-          tenantId: job.tenantId,
-          fenceToken,
-          fireId: fireIdOf({ jobId, fenceToken }),
-          scheduledFor: now,
-          nominalTime: now,
-          attempt: 1,
-          target: job.target,
-          payload: job.payload,
-        }));
-      }),
+    return this.audited(caller, 'TriggerJob', auditedJobId(jobId), { command }, (meta) =>
+      checkedJobId(jobId, () =>
+        this.jobs.mutate(jobId, meta, async (found, tx) => {
+          const job = visibleJob(caller, jobId, found);
+          return tx.recordFire('MANUAL', `manual:${caller.actor}`, (fenceToken, now) => ({
+            jobId,
+            tenantId: job.tenantId,
+            fenceToken,
+            fireId: fireIdOf({ jobId, fenceToken }),
+            scheduledFor: now,
+            nominalTime: now,
+            attempt: 1,
+            target: job.target,
+            payload: job.payload,
+          }));
+        }),
+      ),
     );
+  }
+
+  /**
+   * Records a refused mutating call that never reached a service method (the edge refused it: an
+   * unknown field, a malformed header) and rethrows the error.
+   */
+  async refuse(caller: Caller, action: string, jobId: string | null, error: unknown): Promise<never> {
+    return this.audited(caller, action, jobId === null ? null : auditedJobId(jobId), {}, () => {
+      throw error;
+    });
+  }
+
+  /** Records a mutating call refused for want of a valid token (actor `anonymous`) and rethrows the error. */
+  async refuseUnauthenticated(
+    via: Via,
+    action: string,
+    jobId: string | null,
+    error: unknown,
+  ): Promise<never> {
+    const audit: AuditEntry = { actor: 'anonymous', role: 'anonymous', via, action };
+    await this.jobs
+      .recordRefusal(audit, {
+        tenantId: null,
+        jobId: jobId === null ? null : auditedJobId(jobId),
+        outcome: errorCodeOf(error),
+        details: { message: (error as Error).message },
+      })
+      .catch(() => undefined);
+    throw error;
   }
 
   /**
@@ -325,6 +439,16 @@ export class JobService {
       }
       throw e;
     }
+  }
+
+  /** The raw definition with masked secret headers replaced by the stored job's values (see restoreMaskedSecrets). */
+  private withSecretsRestored<T>(raw: T, stored: Job | null): T {
+    if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return raw;
+    const body = raw as Record<string, unknown>;
+    if (body.target === undefined) return raw;
+    const { target, violations } = restoreMaskedSecrets(body.target, stored?.target ?? null);
+    if (violations.length > 0) throw new ValidationError(violations);
+    return { ...body, target } as T;
   }
 
   private parse(raw: unknown, tenantId: string): JobDefinition {
@@ -402,6 +526,31 @@ function definitionWire(job: Job): Record<string, JsonValue> {
     policies: w.policies!,
     labels: w.labels!,
   };
+}
+
+/** Thrown inside a create's transaction when a concurrent call took the idempotency key first. */
+class KeyTakenMeanwhile extends Error {}
+
+/** JSON with object keys sorted, so the same request hashes the same whatever its key order. */
+function canonicalJson(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
+  if (v && typeof v === 'object')
+    return `{${Object.keys(v)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((v as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
+  return JSON.stringify(v ?? null);
+}
+
+/** A job id as an audit row can name it: a valid one as is, anything else cut short (it is only evidence). */
+function auditedJobId(jobId: string): string {
+  return JOB_ID_PATTERN.test(jobId) ? jobId : jobId.slice(0, 200);
+}
+
+/** Runs `work` once the job id is valid (ValidationError otherwise), inside the caller's audit. */
+function checkedJobId<T>(jobId: string, work: () => Promise<T>): Promise<T> {
+  checkJobId(jobId);
+  return work();
 }
 
 function checkJobId(jobId: string): void {

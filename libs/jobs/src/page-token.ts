@@ -3,7 +3,7 @@
  * filters, validated on the way back in, so a token is only good for the listing that issued it.
  */
 import { createHash } from 'node:crypto';
-import { ValidationError } from '@tickwork/domain';
+import { isInstantInRange, JOB_ID_PATTERN, parseInstant, ValidationError } from '@tickwork/domain';
 
 /** The filters a listing was asked with (absent ones left out or undefined); labels in any order. */
 export type PageFilters = Readonly<Record<string, string | Readonly<Record<string, string>> | undefined>>;
@@ -79,3 +79,28 @@ export function pageSize(raw: number | undefined, field = 'page_size'): number {
     throw new ValidationError([{ field, message: 'must be between 1 and 1000 (0 or absent: 50)' }]);
   return raw;
 }
+
+/** Checks a decoded position's fields; a token with a wrong type or value is INVALID_ARGUMENT, never a query. */
+export function checkPosition(
+  position: Record<string, unknown>,
+  checks: Readonly<Record<string, (v: unknown) => boolean>>,
+  field = 'page_token',
+): void {
+  if (!Object.entries(checks).every(([name, ok]) => ok(position[name])))
+    throw new ValidationError([{ field, message: 'is not a page token issued by this listing' }]);
+}
+
+/** Position field checks for checkPosition. */
+export const TOKEN_FIELD = {
+  jobId: (v: unknown) => typeof v === 'string' && JOB_ID_PATTERN.test(v),
+  fenceToken: (v: unknown) => Number.isSafeInteger(v) && (v as number) >= 0,
+  instant: (v: unknown) => {
+    const at = typeof v === 'string' ? parseInstant(v) : undefined;
+    return at !== undefined && isInstantInRange(at.getTime());
+  },
+  micros: (v: unknown) => typeof v === 'string' && /^-?\d{1,19}$/.test(v) && BigInt(v) < 2n ** 63n,
+  oneOf:
+    (...allowed: string[]) =>
+    (v: unknown) =>
+      typeof v === 'string' && allowed.includes(v),
+} as const;

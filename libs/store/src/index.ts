@@ -41,6 +41,7 @@ export {
   type JobTransaction,
   type JobListQuery,
   type DeadLetterRecord,
+  type IdempotencyRecord,
 } from './repositories/job.repository';
 export {
   HistoryRepository,

@@ -4,10 +4,17 @@ import { Controller, Inject, UseFilters, UseInterceptors } from '@nestjs/common'
 import { GrpcMethod } from '@nestjs/microservices';
 import type { ApiListenConfig, TickworkConfig } from '@tickwork/config';
 import { ValidationError, type JsonValue } from '@tickwork/domain';
-import { JobHistoryService, JobService, previewSchedule, type Caller } from '@tickwork/jobs';
+import {
+  JobHistoryService,
+  JobService,
+  previewSchedule,
+  UnauthenticatedError,
+  type Caller,
+} from '@tickwork/jobs';
 import { Authenticator } from '../auth';
 import { CONFIG, LISTEN } from '../tokens';
 import { DeadlineExceededError, GrpcErrorsFilter, toGrpcError } from './grpc-errors.filter';
+import { undecodableRequest } from './request-decoding';
 import { GrpcTelemetryInterceptor } from './grpc-telemetry.interceptor';
 import {
   deadLetterToProto,
@@ -24,6 +31,8 @@ import {
 
 type Msg = Record<string, unknown>;
 type Call = ServerUnaryCall<unknown, unknown>;
+/** What a mutating RPC is audited as when it is refused before reaching the service (no valid token). */
+type Audit = { readonly action: string; readonly jobId: string | null };
 
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
@@ -43,11 +52,19 @@ export class AdminGrpcController {
   @GrpcMethod('SchedulerAdmin', 'CreateJob')
   createJob(req: Msg, md: Metadata, call: Call): Promise<Msg> {
     const wire = jobDefinitionFromProto(req.job);
+    const key = str(req.idempotency_key);
     return this.serve(
       md,
       call,
-      (c) => this.jobs.createJob(c, wire).then((job) => jobToProto(job)),
-      (p) => protoFieldPath('job', p, wire),
+      (c) =>
+        this.jobs
+          .createJob(c, wire, undefined, {
+            ...(key !== '' ? { idempotencyKey: key } : {}),
+            idempotencyKeyField: 'idempotency_key',
+          })
+          .then((job) => jobToProto(job)),
+      (p) => (p === 'idempotency_key' ? p : protoFieldPath('job', p, wire)),
+      { action: 'CreateJob', jobId: (wire.job_id as string | undefined) ?? null },
     );
   }
 
@@ -62,6 +79,10 @@ export class AdminGrpcController {
   @GrpcMethod('SchedulerAdmin', 'ListJobs')
   listJobs(req: Msg, md: Metadata, call: Call): Promise<Msg> {
     return this.serve(md, call, async (c) => {
+      if (typeof req.status === 'number')
+        throw new ValidationError([
+          { field: 'status', message: `${req.status} is not a JobStatus value this API defines` },
+        ]);
       const status = str(req.status).replace(/^JOB_STATUS_/, '');
       const page = await this.jobs.listJobs(c, {
         tenantId: str(req.tenant_id),
@@ -90,29 +111,61 @@ export class AdminGrpcController {
           .updateJob(c, str(job.job_id), patch, paths, str(req.etag) || undefined)
           .then((j) => jobToProto(j)),
       (p) => protoFieldPath('job', p, wire),
+      { action: 'UpdateJob', jobId: str(job.job_id) },
     );
   }
 
   @GrpcMethod('SchedulerAdmin', 'PauseJob')
   pauseJob(req: Msg, md: Metadata, call: Call): Promise<Msg> {
-    return this.serve(md, call, (c) => this.jobs.pauseJob(c, str(req.job_id)).then((j) => jobToProto(j)));
+    return this.serve(
+      md,
+      call,
+      (c) => this.jobs.pauseJob(c, str(req.job_id)).then((j) => jobToProto(j)),
+      undefined,
+      {
+        action: 'PauseJob',
+        jobId: str(req.job_id),
+      },
+    );
   }
 
   @GrpcMethod('SchedulerAdmin', 'ResumeJob')
   resumeJob(req: Msg, md: Metadata, call: Call): Promise<Msg> {
-    return this.serve(md, call, (c) => this.jobs.resumeJob(c, str(req.job_id)).then((j) => jobToProto(j)));
+    return this.serve(
+      md,
+      call,
+      (c) => this.jobs.resumeJob(c, str(req.job_id)).then((j) => jobToProto(j)),
+      undefined,
+      {
+        action: 'ResumeJob',
+        jobId: str(req.job_id),
+      },
+    );
   }
 
   @GrpcMethod('SchedulerAdmin', 'DeleteJob')
   deleteJob(req: Msg, md: Metadata, call: Call): Promise<Msg> {
-    return this.serve(md, call, (c) =>
-      this.jobs.deleteJob(c, str(req.job_id), { etag: str(req.etag) || undefined }).then(() => ({})),
+    return this.serve(
+      md,
+      call,
+      (c) => this.jobs.deleteJob(c, str(req.job_id), { etag: str(req.etag) || undefined }).then(() => ({})),
+      undefined,
+      { action: 'DeleteJob', jobId: str(req.job_id) },
     );
   }
 
   @GrpcMethod('SchedulerAdmin', 'TriggerJob')
   triggerJob(req: Msg, md: Metadata, call: Call): Promise<Msg> {
-    return this.serve(md, call, (c) => this.jobs.triggerJob(c, str(req.job_id)).then(fireToProto));
+    return this.serve(
+      md,
+      call,
+      (c) => this.jobs.triggerJob(c, str(req.job_id)).then(fireToProto),
+      undefined,
+      {
+        action: 'TriggerJob',
+        jobId: str(req.job_id),
+      },
+    );
   }
 
   @GrpcMethod('SchedulerAdmin', 'ListRuns')
@@ -163,7 +216,16 @@ export class AdminGrpcController {
 
   @GrpcMethod('SchedulerAdmin', 'ReplayDeadLetter')
   replayDeadLetter(req: Msg, md: Metadata, call: Call): Promise<Msg> {
-    return this.serve(md, call, (c) => this.history.replayDeadLetter(c, str(req.fire_id)).then(fireToProto));
+    return this.serve(
+      md,
+      call,
+      (c) => this.history.replayDeadLetter(c, str(req.fire_id)).then(fireToProto),
+      undefined,
+      {
+        action: 'ReplayDeadLetter',
+        jobId: null,
+      },
+    );
   }
 
   @GrpcMethod('SchedulerAdmin', 'PreviewSchedule')
@@ -202,7 +264,13 @@ export class AdminGrpcController {
     call: Call,
     work: (caller: Caller) => Promise<T>,
     fieldPath?: (wirePath: string) => string,
+    audit?: Audit,
   ): Promise<T> {
+    const undecodable = undecodableRequest(call.request);
+    if (undecodable !== undefined)
+      throw toGrpcError(
+        new ValidationError([{ field: 'request', message: `could not be decoded: ${undecodable}` }]),
+      );
     try {
       const raw = call.getDeadline();
       const deadline =
@@ -215,10 +283,17 @@ export class AdminGrpcController {
       if (remaining <= 0)
         throw new DeadlineExceededError('the call arrived after its deadline; nothing was done');
       const authorization = md.get('authorization')[0];
-      const caller = this.auth.authenticate(
-        typeof authorization === 'string' ? authorization : authorization?.toString('utf8'),
-        'grpc',
-      );
+      let caller: Caller;
+      try {
+        caller = this.auth.authenticate(
+          typeof authorization === 'string' ? authorization : authorization?.toString('utf8'),
+          'grpc',
+        );
+      } catch (e) {
+        if (audit && e instanceof UnauthenticatedError)
+          await this.jobs.refuseUnauthenticated('grpc', audit.action, audit.jobId || null, e);
+        throw e;
+      }
       let timer: NodeJS.Timeout | undefined;
       const expired = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new DeadlineExceededError()), remaining);

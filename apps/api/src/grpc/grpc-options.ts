@@ -6,6 +6,7 @@ import type { ApiListenConfig } from '@tickwork/config';
 import type { DescriptorIndex } from './descriptor-index';
 import { loaderOptions, PROTO_FILES, protoDirectory } from './proto-files';
 import { addReflection, DESCRIPTOR_SET_FILE, loadDescriptorIndex } from './reflection';
+import { tolerateUndecodableRequests } from './request-decoding';
 
 /** Options for app.connectMicroservice: tickwork.admin.v1, grpc.health.v1 and reflection on one server. */
 export function grpcServerOptions(listen: ApiListenConfig): GrpcOptions {
@@ -30,6 +31,7 @@ export function grpcServerOptions(listen: ApiListenConfig): GrpcOptions {
       onLoadPackageDefinition: (pkg: PackageDefinition, server: Pick<Server, 'addService'>) => {
         assertReflectable(pkg, descriptors);
         addReflection(server, descriptors);
+        tolerateUndecodableRequests(pkg);
       },
       gracefulShutdown: true,
     },

@@ -3,7 +3,15 @@
  * strings, int64 as numbers, unset fields absent) ↔ the shared snake_case wire JSON the jobs service
  * validates, and domain values → response messages.
  */
-import { fireIdOf, jobToWire, type FireEvent, type Job, type JsonValue, type Run } from '@tickwork/domain';
+import {
+  fireIdOf,
+  jobToWire,
+  maskTargetSecrets,
+  type FireEvent,
+  type Job,
+  type JsonValue,
+  type Run,
+} from '@tickwork/domain';
 import { etagOf, type PreviewedFire } from '@tickwork/jobs';
 import type { DeadLetterEntry, OccurrenceEntry } from '@tickwork/store';
 
@@ -32,8 +40,13 @@ export function timestamp(d: Date | null | undefined): ProtoTimestamp | undefine
   return { seconds: Math.floor(ms / 1000), nanos: (((ms % 1000) + 1000) % 1000) * 1e6 };
 }
 
-/** An enum value name without its prefix; undefined for the UNSPECIFIED value or none. */
-function fromEnum(value: unknown, prefix: string): string | undefined {
+/**
+ * An enum value name without its prefix; undefined for the UNSPECIFIED value or none. A number is
+ * a value this proto does not define (proto-loader passes those through as numbers): it comes back
+ * as its digits, which validation refuses with the field's allowed names instead of a default.
+ */
+export function fromEnum(value: unknown, prefix: string): string | undefined {
+  if (typeof value === 'number') return String(value);
   if (typeof value !== 'string' || value.endsWith('_UNSPECIFIED')) return undefined;
   return value.startsWith(prefix) ? value.slice(prefix.length) : value;
 }
@@ -79,8 +92,14 @@ export function jsonFromValue(v: unknown): JsonValue {
 
 function jsonFromStruct(s: unknown): { [k: string]: JsonValue } {
   const out: { [k: string]: JsonValue } = {};
+  // defineProperty: a key "__proto__" is a key like any other, not the object's prototype.
   for (const [k, v] of Object.entries(((s as Msg | undefined)?.fields as Msg | undefined) ?? {}))
-    out[k] = jsonFromValue(v);
+    Object.defineProperty(out, k, {
+      value: jsonFromValue(v),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
   return out;
 }
 
@@ -92,7 +111,13 @@ export function valueFromJson(j: JsonValue): Msg {
   if (typeof j === 'boolean') return { boolValue: j };
   if (Array.isArray(j)) return { listValue: { values: j.map(valueFromJson) } };
   const fields: Msg = {};
-  for (const [k, v] of Object.entries(j)) fields[k] = valueFromJson(v);
+  for (const [k, v] of Object.entries(j))
+    Object.defineProperty(fields, k, {
+      value: valueFromJson(v),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
   return { structValue: { fields } };
 }
 
@@ -270,7 +295,7 @@ export function jobToProto(job: Job, lastRun?: Run | null): Msg {
     job_id: job.jobId,
     tenant_id: job.tenantId,
     schedule: scheduleToProto(w.schedule as Record<string, JsonValue>),
-    target: targetToProto(w.target as Record<string, JsonValue>),
+    target: targetToProto(maskTargetSecrets(w.target as Record<string, JsonValue>)),
     payload: valueFromJson(job.payload),
     policies: policiesToProto(w.policies as Record<string, JsonValue>),
     labels: { ...job.labels },

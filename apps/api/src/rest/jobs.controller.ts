@@ -15,8 +15,22 @@ import {
 } from '@nestjs/common';
 import type { Response } from 'express';
 import type { TickworkConfig } from '@tickwork/config';
-import { ValidationError, type JsonValue } from '@tickwork/domain';
-import { etagOf, JobHistoryService, JobService, previewSchedule, UPDATABLE_FIELDS } from '@tickwork/jobs';
+import {
+  instantRangeProblem,
+  parseInstant,
+  unstorableTextProblem,
+  ValidationError,
+  type JsonValue,
+} from '@tickwork/domain';
+import {
+  etagOf,
+  JobHistoryService,
+  JobService,
+  previewSchedule,
+  UnauthenticatedError,
+  UPDATABLE_FIELDS,
+  type Caller,
+} from '@tickwork/jobs';
 import { Authenticator } from '../auth';
 import { CONFIG } from '../tokens';
 import { deadLetterJson, fireJson, jobJson, occurrenceJson, previewJson, runJson } from './wire';
@@ -47,7 +61,9 @@ function labels(q: Query): Record<string, string> {
   raw.forEach((l, i) => {
     const at = l.indexOf('=');
     if (at <= 0) throw new ValidationError([{ field: `label[${i}]`, message: 'must be key=value' }]);
-    out[l.slice(0, at)] = l.slice(at + 1);
+    const problem = unstorableTextProblem(l);
+    if (problem) throw new ValidationError([{ field: `label[${i}]`, message: problem }]);
+    Object.defineProperty(out, l.slice(0, at), { value: l.slice(at + 1), enumerable: true });
   });
   return out;
 }
@@ -61,10 +77,38 @@ export class JobsController {
     @Inject(CONFIG) private readonly config: TickworkConfig,
   ) {}
 
+  /**
+   * The caller of a mutating call; a refused token is audited as the action it was refused for
+   * (README: every refused mutating call is audited).
+   */
+  private async mutator(authz: string | undefined, action: string, jobId: string | null): Promise<Caller> {
+    try {
+      return this.auth.authenticate(authz, 'rest');
+    } catch (e) {
+      if (e instanceof UnauthenticatedError) return this.jobs.refuseUnauthenticated('rest', action, jobId, e);
+      throw e;
+    }
+  }
+
+  /** Creates a job; with `Idempotency-Key`, a retry of the same request returns the job the first one created. */
   @Post('jobs')
   @HttpCode(201)
-  async create(@Headers('authorization') authz: string | undefined, @Body() body: unknown): Promise<Wire> {
-    return jobJson(await this.jobs.createJob(this.auth.authenticate(authz, 'rest'), body));
+  async create(
+    @Headers('authorization') authz: string | undefined,
+    @Headers('idempotency-key') idempotencyKey: string | undefined,
+    @Body() body: unknown,
+  ): Promise<Wire> {
+    const namedId =
+      body && typeof body === 'object' && typeof (body as Wire).job_id === 'string'
+        ? ((body as Wire).job_id as string)
+        : null;
+    const caller = await this.mutator(authz, 'CreateJob', namedId);
+    return jobJson(
+      await this.jobs.createJob(caller, body, undefined, {
+        idempotencyKey,
+        idempotencyKeyField: 'Idempotency-Key',
+      }),
+    );
   }
 
   @Get('jobs')
@@ -100,17 +144,27 @@ export class JobsController {
     @Body() body: unknown,
     @Res({ passthrough: true }) res: Response,
   ): Promise<Wire> {
-    const caller = this.auth.authenticate(authz, 'rest');
+    const caller = await this.mutator(authz, 'UpdateJob', jobId);
     if (!body || typeof body !== 'object' || Array.isArray(body))
-      throw new ValidationError([{ field: 'body', message: 'must be a JSON object' }]);
+      return this.jobs.refuse(
+        caller,
+        'UpdateJob',
+        jobId,
+        new ValidationError([{ field: 'body', message: 'must be a JSON object' }]),
+      );
     const patch = body as Record<string, unknown>;
     const unknown = Object.keys(patch).filter((k) => !(UPDATABLE_FIELDS as readonly string[]).includes(k));
     if (unknown.length > 0)
-      throw new ValidationError(
-        unknown.map((k) => ({
-          field: k,
-          message: `cannot be updated (updatable: ${UPDATABLE_FIELDS.join(', ')})`,
-        })),
+      return this.jobs.refuse(
+        caller,
+        'UpdateJob',
+        jobId,
+        new ValidationError(
+          unknown.map((k) => ({
+            field: k,
+            message: `cannot be updated (updatable: ${UPDATABLE_FIELDS.join(', ')})`,
+          })),
+        ),
       );
     const maskParam = one(q, 'update_mask');
     const mask =
@@ -132,7 +186,7 @@ export class JobsController {
     @Headers('if-match') ifMatch: string | undefined,
     @Param('jobId') jobId: string,
   ): Promise<void> {
-    await this.jobs.deleteJob(this.auth.authenticate(authz, 'rest'), jobId, { etag: ifMatch });
+    await this.jobs.deleteJob(await this.mutator(authz, 'DeleteJob', jobId), jobId, { etag: ifMatch });
   }
 
   @Post('jobs/:jobId/pause')
@@ -141,7 +195,7 @@ export class JobsController {
     @Headers('authorization') authz: string | undefined,
     @Param('jobId') jobId: string,
   ): Promise<Wire> {
-    return jobJson(await this.jobs.pauseJob(this.auth.authenticate(authz, 'rest'), jobId));
+    return jobJson(await this.jobs.pauseJob(await this.mutator(authz, 'PauseJob', jobId), jobId));
   }
 
   @Post('jobs/:jobId/resume')
@@ -150,7 +204,7 @@ export class JobsController {
     @Headers('authorization') authz: string | undefined,
     @Param('jobId') jobId: string,
   ): Promise<Wire> {
-    return jobJson(await this.jobs.resumeJob(this.auth.authenticate(authz, 'rest'), jobId));
+    return jobJson(await this.jobs.resumeJob(await this.mutator(authz, 'ResumeJob', jobId), jobId));
   }
 
   @Post('jobs/:jobId/trigger')
@@ -159,7 +213,7 @@ export class JobsController {
     @Headers('authorization') authz: string | undefined,
     @Param('jobId') jobId: string,
   ): Promise<Wire> {
-    return fireJson(await this.jobs.triggerJob(this.auth.authenticate(authz, 'rest'), jobId));
+    return fireJson(await this.jobs.triggerJob(await this.mutator(authz, 'TriggerJob', jobId), jobId));
   }
 
   @Get('jobs/:jobId/runs')
@@ -221,7 +275,8 @@ export class JobsController {
     @Headers('authorization') authz: string | undefined,
     @Param('fireId') fireId: string,
   ): Promise<Wire> {
-    return fireJson(await this.history.replayDeadLetter(this.auth.authenticate(authz, 'rest'), fireId));
+    const caller = await this.mutator(authz, 'ReplayDeadLetter', null);
+    return fireJson(await this.history.replayDeadLetter(caller, fireId));
   }
 
   /** The next fire times of a schedule: `{"schedule": {...}, "count"?: 10, "from"?: "2026-…Z"}`. */
@@ -240,9 +295,13 @@ export class JobsController {
       throw new ValidationError([{ field: 'count', message: 'must be an integer' }]);
     let from: Date | undefined;
     if (b.from !== undefined) {
-      from = typeof b.from === 'string' ? new Date(b.from) : undefined;
-      if (!from || Number.isNaN(from.getTime()))
-        throw new ValidationError([{ field: 'from', message: 'must be an ISO-8601 timestamp' }]);
+      from = typeof b.from === 'string' ? parseInstant(b.from) : undefined;
+      if (!from)
+        throw new ValidationError([
+          { field: 'from', message: 'must be an ISO-8601 timestamp with an offset or Z' },
+        ]);
+      const problem = instantRangeProblem(from);
+      if (problem) throw new ValidationError([{ field: 'from', message: problem }]);
     }
     const preview = await previewSchedule(b.schedule, {
       count: b.count as number | undefined,

@@ -1,15 +1,25 @@
 /** Domain values → the REST API's snake_case JSON. */
-import { fireIdOf, jobToWire, type FireEvent, type Job, type JsonValue, type Run } from '@tickwork/domain';
+import {
+  fireIdOf,
+  jobToWire,
+  maskTargetSecrets,
+  type FireEvent,
+  type Job,
+  type JsonValue,
+  type Run,
+} from '@tickwork/domain';
 import { etagOf, type PreviewedFire } from '@tickwork/jobs';
 import type { DeadLetterEntry, OccurrenceEntry } from '@tickwork/store';
 
 type Wire = Record<string, JsonValue>;
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
-/** A job as REST shows it: the stored job, its etag, and (GetJob) its last run. */
+/** A job as REST shows it: the stored job (secret headers masked), its etag, and (GetJob) its last run. */
 export function jobJson(job: Job, lastRun?: Run | null): Wire {
+  const wire = jobToWire(job);
   return {
-    ...jobToWire(job),
+    ...wire,
+    target: maskTargetSecrets(wire.target as Wire),
     etag: etagOf(job),
     ...(lastRun !== undefined ? { last_run: lastRun ? runJson(lastRun) : null } : {}),
   };

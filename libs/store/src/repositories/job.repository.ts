@@ -6,6 +6,7 @@
  */
 import type { Pool, PoolClient } from 'pg';
 import {
+  storableText,
   policiesToWire,
   scheduleToWire,
   targetToWire,
@@ -79,7 +80,8 @@ export interface NewJob {
 /** Who made a change, through which interface, and what it was: one audit_events row. */
 export interface AuditEntry {
   readonly actor: string;
-  readonly role: 'tenant' | 'admin';
+  /** `anonymous`: a call refused for want of a valid token. */
+  readonly role: 'tenant' | 'admin' | 'anonymous';
   readonly via: 'grpc' | 'rest' | 'kafka';
   readonly action: string;
 }
@@ -135,6 +137,23 @@ export interface JobTransaction {
   markReplayed(fenceToken: number, replayFenceToken: number, by: string): Promise<void>;
   /** Extra facts for the audit event. */
   note(details: Record<string, JsonValue>): void;
+  /**
+   * Records that this job is the one created under (tenant, key), unless a live record holds that
+   * key already (false). Waits for a concurrent transaction holding the same key; a record older
+   * than `retentionMs` is taken over. Purges a few expired records on the way.
+   */
+  claimIdempotencyKey(
+    tenantId: string,
+    key: string,
+    requestSha256: string,
+    retentionMs: number,
+  ): Promise<boolean>;
+}
+
+/** The job a CreateJob under an idempotency key created, and what that request was. */
+export interface IdempotencyRecord {
+  readonly jobId: string;
+  readonly requestSha256: string;
 }
 
 /** Filters and keyset page of ListJobs. */
@@ -286,7 +305,25 @@ export class JobRepository {
     return r.rowCount === 1;
   }
 
-  /** Records an audit event for a change that was refused or failed (successful ones are written by `mutate`). */
+  /** The live (younger than `retentionMs`) record of a CreateJob idempotency key, or null. */
+  async findIdempotencyKey(
+    tenantId: string,
+    key: string,
+    retentionMs: number,
+  ): Promise<IdempotencyRecord | null> {
+    const { rows } = await this.pool.query<{ job_id: string; request_sha256: string }>(
+      `SELECT job_id, request_sha256 FROM idempotency_keys
+        WHERE tenant_id = $1 AND idempotency_key = $2 AND created_at > now() - make_interval(secs => $3::double precision / 1000)`,
+      [tenantId, key, retentionMs],
+    );
+    const row = rows[0];
+    return row ? { jobId: row.job_id, requestSha256: row.request_sha256 } : null;
+  }
+
+  /**
+   * Records an audit event outside a change: one that was refused or failed (successful changes
+   * are written by `mutate`), or a call that changed nothing (an idempotent CreateJob replay).
+   */
   async recordRefusal(
     audit: AuditEntry,
     what: {
@@ -318,9 +355,20 @@ async function insertAudit(
     details: Record<string, JsonValue>;
   },
 ): Promise<void> {
+  // A refused call may carry text PostgreSQL cannot hold (a NUL in a job id): it is recorded legibly.
+  const text = (s: string | null) => (s === null ? null : storableText(s));
   await db.query(
     `INSERT INTO audit_events (actor, role, via, action, tenant_id, job_id, outcome, details) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-    [a.actor, a.role, a.via, a.action, what.tenantId, what.jobId, what.outcome, JSON.stringify(what.details)],
+    [
+      text(a.actor),
+      a.role,
+      a.via,
+      a.action,
+      text(what.tenantId),
+      text(what.jobId),
+      what.outcome,
+      JSON.stringify(what.details, (_k, v: unknown) => (typeof v === 'string' ? storableText(v) : v)),
+    ],
   );
 }
 
@@ -370,6 +418,28 @@ class PgJobTransaction implements JobTransaction {
 
   note(details: Record<string, JsonValue>): void {
     Object.assign(this.details, details);
+  }
+
+  async claimIdempotencyKey(
+    tenantId: string,
+    key: string,
+    requestSha256: string,
+    retentionMs: number,
+  ): Promise<boolean> {
+    await this.client.query(
+      `DELETE FROM idempotency_keys WHERE ctid = ANY (ARRAY(
+         SELECT ctid FROM idempotency_keys WHERE created_at < now() - make_interval(secs => $1::double precision / 1000) LIMIT 100))`,
+      [retentionMs],
+    );
+    const { rowCount } = await this.client.query(
+      `INSERT INTO idempotency_keys (tenant_id, idempotency_key, request_sha256, job_id) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (tenant_id, idempotency_key) DO UPDATE
+         SET request_sha256 = EXCLUDED.request_sha256, job_id = EXCLUDED.job_id, created_at = now()
+       WHERE idempotency_keys.created_at < now() - make_interval(secs => $5::double precision / 1000)`,
+      [tenantId, key, requestSha256, this.jobId, retentionMs],
+    );
+    if (rowCount === 1) this.note({ idempotency_key: key });
+    return rowCount === 1;
   }
 
   async liveJobCount(tenantId: string): Promise<number> {

@@ -1,0 +1,1385 @@
+/**
+ * Bad input, table-driven, against a real API and scheduler (real PostgreSQL, Kafka, registry):
+ * every class of issue 25 (items 7-12) over REST, gRPC and Kafka schedule commands. Each case
+ * asserts the status (HTTP status, gRPC code or reject code), that the field is named, and that
+ * no row changed: the jobs, fires, idempotency keys and applied commands are compared before and
+ * after, and the audit log grew by exactly the one refusal a mutating call owes (README: every
+ * refused mutating call is audited) or not at all.
+ *
+ * Every REST response is also checked against the OpenAPI document the API serves (Ajv, via
+ * test/support/openapi.ts): the refusals are documented responses, 413, 415 and 422 included.
+ * The gRPC side uses a plain grpc-js client over the committed proto, and raw bytes where a
+ * well-behaved client cannot send the input (undecodable messages, Values nested past protobuf's
+ * limit); the Kafka side is an outside producer (kafkajs + the Confluent serializer).
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { credentials, Metadata, status, Client as GrpcClient, type ServiceError } from '@grpc/grpc-js';
+// eslint-disable-next-line no-restricted-imports -- the test plays an outside producer, not Tickwork code
+import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
+// eslint-disable-next-line no-restricted-imports -- the test plays an outside producer, not Tickwork code
+import { Kafka, logLevel, type Producer } from 'kafkajs';
+import { Client as Pg } from 'pg';
+import { Writer } from 'protobufjs';
+import { filtersDigest } from '@tickwork/jobs';
+import { AdminTestClient, decodeBadRequest, type Msg } from '../support/admin-client';
+import { startApp, type AppProcess } from '../support/apps';
+import { contractFetch } from '../support/openapi';
+import { eventually, freePort, isolate, STACK, type Isolation } from '../support/env';
+import { TopicTap } from '../support/kafka';
+
+const NS = 'io.tickwork.v1';
+const sha = (t: string) => createHash('sha256').update(t).digest('hex');
+const TOKEN = 'tok-badinput-acme-0123456789abcdef';
+const ADMIN = 'tok-badinput-admin-0123456789abcdef';
+const TENANTS = JSON.stringify({
+  tokens: [
+    { name: 'acme-user', sha256: sha(TOKEN), role: 'tenant', tenant: 'acme' },
+    { name: 'ops', sha256: sha(ADMIN), role: 'admin' },
+  ],
+});
+/** The payload nesting limit on every interface (MAX_PAYLOAD_DEPTH in libs/domain). */
+const DEPTH_LIMIT = 32;
+const SECRET = 'Bearer seed-secret-0123456789';
+
+/** What a refused call came back with, on any interface. */
+interface Outcome {
+  /** HTTP status, gRPC status name, or the rejected command's tickwork-reject-code. */
+  readonly status: number | string;
+  /** The fields named (violations), or for Kafka the reject reason. */
+  readonly named: string;
+}
+
+interface Case {
+  readonly name: string;
+  readonly via: 'rest' | 'grpc' | 'kafka';
+  readonly send: () => Promise<Outcome>;
+  readonly status: number | string;
+  /** The field that must be named. */
+  readonly field: string | RegExp;
+  /** The action audited as refused (one new audit_events row), or undefined when nothing is audited. */
+  readonly audited?: string;
+}
+
+type Json = Record<string, unknown>;
+
+/** A JSON value nested `depth` deep: [[[...[0]...]]]. */
+const nested = (depth: number): unknown => {
+  let v: unknown = 0;
+  for (let i = 0; i < depth; i++) v = [v];
+  return v;
+};
+/** The same as JSON text, built without recursion (JSON.stringify of 10k levels overflows the stack). */
+const nestedText = (depth: number): string => `${'['.repeat(depth)}0${']'.repeat(depth)}`;
+/** A google.protobuf.Value message nested `depth` lists deep, as the proto-loader client takes it. */
+const nestedValue = (depth: number): Msg => {
+  let v: Msg = { numberValue: 0 };
+  for (let i = 0; i < depth; i++) v = { listValue: { values: [v] } };
+  return v;
+};
+/** The bytes of a CreateJobRequest whose job.payload is a Value nested `depth` lists deep. */
+const deepCreateJobBytes = (depth: number): Buffer => {
+  let value = Writer.create()
+    .uint32((2 << 3) | 1)
+    .double(0)
+    .finish(); // Value.number_value
+  for (let i = 0; i < depth; i++) {
+    const list = Writer.create()
+      .uint32((1 << 3) | 2)
+      .bytes(value)
+      .finish(); // ListValue.values
+    value = Writer.create()
+      .uint32((6 << 3) | 2)
+      .bytes(list)
+      .finish(); // Value.list_value
+  }
+  const job = Writer.create()
+    .uint32((5 << 3) | 2)
+    .bytes(value)
+    .finish(); // Job.payload
+  return Buffer.from(
+    Writer.create()
+      .uint32((1 << 3) | 2)
+      .bytes(job)
+      .finish(),
+  ); // CreateJobRequest.job
+};
+/** The error code a refused REST call is audited with, by its HTTP status. */
+const CODE_OF_HTTP: Record<number, string> = {
+  400: 'INVALID_ARGUMENT',
+  401: 'UNAUTHENTICATED',
+  422: 'FAILED_PRECONDITION',
+};
+const pageToken = (o: unknown) => Buffer.from(JSON.stringify(o), 'utf8').toString('base64url');
+
+describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, nothing stored', () => {
+  let iso: Isolation;
+  let apps: AppProcess[] = [];
+  let apiUrl: string;
+  let grpcAddress: string;
+  let grpc: AdminTestClient;
+  let db: Pg;
+  let registry: SchemaRegistry;
+  let producer: Producer;
+  let schemaId: number;
+  let topic: string;
+  let rejected: TopicTap;
+  /** fetch that checks every response against the OpenAPI document the API serves. */
+  let checkedFetch: typeof fetch;
+
+  // ---------- the three interfaces ----------
+
+  const http = async (
+    method: string,
+    path: string,
+    opts: {
+      token?: string | null;
+      body?: unknown;
+      raw?: string | Buffer;
+      headers?: Record<string, string>;
+    } = {},
+  ) => {
+    const token = opts.token === undefined ? TOKEN : opts.token;
+    const res = await checkedFetch(`${apiUrl}${path}`, {
+      method,
+      headers: {
+        ...(opts.body !== undefined || opts.raw !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...(token ? { authorization: `Bearer ${token}` } : {}),
+        ...opts.headers,
+      },
+      body: opts.raw ?? (opts.body === undefined ? undefined : JSON.stringify(opts.body)),
+    });
+    const text = await res.text();
+    let body: Json = {};
+    try {
+      body = text ? (JSON.parse(text) as Json) : {};
+    } catch {
+      body = { text };
+    }
+    return { status: res.status, headers: res.headers, body };
+  };
+  const restOutcome = async (r: ReturnType<typeof http>): Promise<Outcome> => {
+    const { status: s, body } = await r;
+    const violations = (body.violations ?? []) as { field: string }[];
+    return { status: s, named: [...violations.map((v) => v.field), String(body.message ?? '')].join(' | ') };
+  };
+  const rest =
+    (method: string, path: string, opts: Parameters<typeof http>[2] = {}) =>
+    () =>
+      restOutcome(http(method, path, opts));
+
+  const grpcCall =
+    (method: string, req: Msg, opts: { token?: string | null; metadata?: Record<string, string> } = {}) =>
+    async (): Promise<Outcome> => {
+      const client = opts.token === undefined ? grpc : grpc.as(opts.token ?? undefined);
+      const r = await client.call(method, req, {
+        ...(opts.token === null ? { authorization: '' } : {}),
+        ...(opts.metadata ? { metadata: opts.metadata } : {}),
+      });
+      if (r.ok) return { status: 'OK', named: '' };
+      return { status: r.codeName, named: [...r.violations.map((v) => v.field), r.details].join(' | ') };
+    };
+  /** A unary call with the request as raw bytes (what a broken or hostile client sends). */
+  const grpcRaw = (method: string, bytes: Buffer) => () =>
+    new Promise<Outcome>((done) => {
+      const client = new GrpcClient(grpcAddress, credentials.createInsecure());
+      const md = new Metadata();
+      md.set('authorization', `Bearer ${TOKEN}`);
+      client.makeUnaryRequest(
+        `/tickwork.admin.v1.SchedulerAdmin/${method}`,
+        (b: Buffer) => b,
+        (b: Buffer) => b,
+        bytes,
+        md,
+        { deadline: new Date(Date.now() + 10_000) },
+        (err: ServiceError | null) => {
+          client.close();
+          if (!err) return done({ status: 'OK', named: '' });
+          const bin = err.metadata?.get('grpc-status-details-bin')[0];
+          const violations = Buffer.isBuffer(bin) ? decodeBadRequest(bin) : [];
+          done({
+            status: status[err.code] ?? String(err.code),
+            named: [...violations.map((v) => v.field), err.details].join(' | '),
+          });
+        },
+      );
+    });
+
+  /** A ScheduleCommand as avsc wants it. */
+  const command = (type: string, jobId: string, job: Msg | null = null, tenant = 'acme'): Msg => ({
+    command_id: randomUUID(),
+    type,
+    tenant_id: tenant,
+    job_id: jobId,
+    job,
+    issued_at: Date.now(),
+    expected_version: null,
+  });
+  const avroJob = (
+    opts: {
+      payload?: string | null;
+      labels?: Record<string, string>;
+      headers?: Record<string, string>;
+      url?: string;
+      expression?: string;
+      kafka?: { topic: string; key: string | null; headers?: Record<string, string> };
+      retry?: Msg;
+    } = {},
+  ): Msg => ({
+    schedule: {
+      [`${NS}.CronSchedule`]: {
+        expression: opts.expression ?? '0 9 * * MON-FRI',
+        time_zone: 'Europe/London',
+        dst_gap: 'AUTO',
+        dst_repeat: 'AUTO',
+        start_at: null,
+        end_at: null,
+        max_fires: null,
+      },
+    },
+    target: opts.kafka
+      ? {
+          [`${NS}.KafkaTarget`]: {
+            topic: opts.kafka.topic,
+            key: opts.kafka.key,
+            headers: opts.kafka.headers ?? {},
+          },
+        }
+      : {
+          [`${NS}.WebhookTarget`]: {
+            url: opts.url ?? 'https://example.com/hook',
+            method: 'POST',
+            headers: opts.headers ?? {},
+            timeout_ms: 5000,
+            success_status_min: 200,
+            success_status_max: 299,
+          },
+        },
+    payload: opts.payload === undefined ? JSON.stringify({ hello: 'world' }) : opts.payload,
+    policies: opts.retry
+      ? {
+          misfire: 'FIRE_ONCE',
+          catch_up_window_ms: null,
+          overlap: 'ALLOW',
+          jitter_ms: 0,
+          retry: {
+            max_attempts: 5,
+            initial_backoff_ms: 1000,
+            multiplier: 2,
+            max_backoff_ms: 600000,
+            max_event_age_ms: 86400000,
+            ...opts.retry,
+          },
+        }
+      : null,
+    labels: opts.labels ?? {},
+  });
+  /** Publishes a command (key = its job id unless given) and waits for it on the rejected topic. */
+  const kafkaCommand = (cmd: () => Msg, key?: string) => async (): Promise<Outcome> => {
+    const c = cmd();
+    const value = await registry.encode(schemaId, c);
+    await producer.send({ topic, messages: [{ key: key ?? (c.job_id as string), value }] });
+    const m = await eventually(
+      `command ${String(c.command_id)} on ${topic}.rejected`,
+      () => rejected.messages.find((r) => r.value?.equals(value)),
+      60_000,
+    );
+    const reason = m.headers['tickwork-reject-reason'] ?? '';
+    // "job.payload: nests …; job.labels.team: must …" → the fields, then the reason itself.
+    const fields = reason.split('; ').map((part) => part.slice(0, Math.max(0, part.indexOf(': '))));
+    return { status: m.headers['tickwork-reject-code'] ?? '', named: [...fields, reason].join(' | ') };
+  };
+
+  // ---------- what must not change ----------
+
+  const snapshot = async () => {
+    const { rows } = await db.query<Record<string, string>>(
+      `SELECT (SELECT md5(coalesce(string_agg(j::text, '|' ORDER BY job_id), '')) FROM jobs j) AS jobs,
+              (SELECT count(*) FROM fires)::text AS fires,
+              (SELECT count(*) FROM idempotency_keys)::text AS idempotency_keys,
+              (SELECT count(*) FROM applied_commands)::text AS applied_commands,
+              (SELECT coalesce(max(id), 0) FROM audit_events)::text AS last_audit`,
+    );
+    return rows[0]!;
+  };
+
+  // ---------- the job definitions the cases spoil ----------
+
+  const webhookJob = (over: Json = {}): Json => ({
+    schedule: { kind: 'interval', every_ms: 3_600_000 },
+    target: { type: 'webhook', url: 'https://example.com/h' },
+    ...over,
+  });
+  const kafkaTarget = (over: Json = {}): Json => ({ type: 'kafka', topic: 'acme.out', ...over });
+  const protoJob = (over: Msg = {}): Msg => ({
+    schedule: { interval: { every_ms: 3_600_000 } },
+    target: { webhook: { url: 'https://example.com/h' } },
+    ...over,
+  });
+
+  beforeAll(async () => {
+    iso = isolate('badinput');
+    topic = `${iso.topicPrefix}.commands`;
+    const grpcPort = await freePort();
+    grpcAddress = `127.0.0.1:${grpcPort}`;
+    const env = iso.env({ TICKWORK_TENANTS: TENANTS, TICKWORK_GRPC_PORT: String(grpcPort) });
+    const api = startApp('api', env, await freePort());
+    await api.ready();
+    apiUrl = api.url;
+    checkedFetch = await contractFetch(apiUrl);
+    const scheduler = startApp('scheduler', env, await freePort());
+    apps = [api, scheduler];
+    await scheduler.ready();
+    grpc = new AdminTestClient(grpcAddress, TOKEN);
+    db = new Pg({ connectionString: iso.databaseUrl });
+    await db.connect();
+    registry = new SchemaRegistry({ host: STACK.registryUrl });
+    schemaId = await registry.getLatestSchemaId(`${topic}-value`);
+    const kafka = new Kafka({
+      clientId: 'outside-producer',
+      brokers: STACK.kafkaBrokers.split(','),
+      logLevel: logLevel.NOTHING,
+    });
+    producer = kafka.producer();
+    await producer.connect();
+    rejected = await TopicTap.open(`${topic}.rejected`);
+
+    // The job the PATCH, page-token and secret cases act on.
+    const seeded = await http('POST', '/v1/jobs', {
+      body: webhookJob({
+        job_id: 'seed-1',
+        target: {
+          type: 'webhook',
+          url: 'https://example.com/h',
+          headers: { Authorization: SECRET, 'X-Plain': 'p' },
+        },
+        labels: { team: 'core' },
+      }),
+    });
+    expect(seeded.status).toBe(201);
+  }, 180_000);
+
+  afterAll(async () => {
+    await rejected?.close();
+    await producer?.disconnect();
+    grpc?.close();
+    await Promise.all(apps.map((a) => a.stop()));
+    await db?.end();
+    await iso?.dispose();
+  });
+
+  // ---------- the table ----------
+
+  const cases: Case[] = [];
+  const add = (c: Case) => cases.push(c);
+
+  // 7. Text PostgreSQL cannot store: NUL and unpaired surrogates, in every text field of a job.
+  const BAD_TEXT: [string, string][] = [
+    ['NUL', 'a\u0000b'],
+    ['a lone high surrogate', 'a\ud800b'],
+    ['a lone low surrogate', 'a\udc00b'],
+  ];
+  for (const [what, x] of BAD_TEXT) {
+    const restFields: [string, string, Json][] = [
+      ['payload value', 'payload.note', { payload: { note: x } }],
+      ['payload key', `payload.k${x}`, { payload: { [`k${x}`]: 1 } }],
+      ['payload list item', 'payload.list[1]', { payload: { list: ['ok', x] } }],
+      ['label value', 'labels.team', { labels: { team: x } }],
+      ['label key', `labels.t${x}`, { labels: { [`t${x}`]: 'v' } }],
+      [
+        'webhook header value',
+        'target.headers.X-Trace',
+        { target: { type: 'webhook', url: 'https://example.com/h', headers: { 'X-Trace': x } } },
+      ],
+      ['webhook url', 'target.url', { target: { type: 'webhook', url: `https://example.com/${x}` } }],
+      ['kafka key', 'target.key', { target: kafkaTarget({ key: x }) }],
+      ['kafka header value', 'target.headers.h', { target: kafkaTarget({ headers: { h: x } }) }],
+    ];
+    for (const [name, field, over] of restFields) {
+      add({
+        name: `POST /v1/jobs: ${what} in the ${name}`,
+        via: 'rest',
+        send: rest('POST', '/v1/jobs', { body: webhookJob(over) }),
+        status: 400,
+        field,
+        audited: 'CreateJob',
+      });
+      add({
+        name: `PATCH /v1/jobs/:id: ${what} in the ${name}`,
+        via: 'rest',
+        send: rest('PATCH', '/v1/jobs/seed-1', { body: over }),
+        status: 400,
+        field,
+        audited: 'UpdateJob',
+      });
+    }
+    const grpcFields: [string, string, Msg][] = [
+      [
+        'payload value',
+        'job.payload.note',
+        { payload: { structValue: { fields: { note: { stringValue: x } } } } },
+      ],
+      [
+        'payload key',
+        `job.payload.k${x}`,
+        { payload: { structValue: { fields: { [`k${x}`]: { numberValue: 1 } } } } },
+      ],
+      ['label value', 'job.labels.team', { labels: { team: x } }],
+      [
+        'webhook header value',
+        'job.target.webhook.headers.X-Trace',
+        { target: { webhook: { url: 'https://example.com/h', headers: { 'X-Trace': x } } } },
+      ],
+      ['webhook url', 'job.target.webhook.url', { target: { webhook: { url: `https://example.com/${x}` } } }],
+      ['kafka key', 'job.target.kafka.key', { target: { kafka: { topic: 'acme.out', key: x } } }],
+    ];
+    // protobuf strings are UTF-8 on the wire: a lone surrogate arrives as U+FFFD, which is text.
+    if (x.includes('\u0000'))
+      for (const [name, field, over] of grpcFields)
+        add({
+          name: `CreateJob: ${what} in the ${name}`,
+          via: 'grpc',
+          send: grpcCall('CreateJob', { job: protoJob(over) }),
+          status: 'INVALID_ARGUMENT',
+          field,
+          audited: 'CreateJob',
+        });
+  }
+  // Avro strings are UTF-8 (a lone surrogate cannot be written); the payload is JSON text, which can escape one.
+  const kafkaText: [string, string, () => Msg][] = [
+    [
+      'NUL in a label value',
+      'job.labels.team',
+      () => command('UPSERT', 'k-text-1', avroJob({ labels: { team: 'a\u0000' } })),
+    ],
+    [
+      'NUL in a webhook header',
+      'job.target.headers.X-Trace',
+      () => command('UPSERT', 'k-text-2', avroJob({ headers: { 'X-Trace': 'a\u0000' } })),
+    ],
+    [
+      'NUL in the url',
+      'job.target.url',
+      () => command('UPSERT', 'k-text-3', avroJob({ url: 'https://example.com/\u0000' })),
+    ],
+    [
+      'NUL in a kafka key',
+      'job.target.key',
+      () => command('UPSERT', 'k-text-4', avroJob({ kafka: { topic: 'acme.out', key: 'k\u0000' } })),
+    ],
+    [
+      'NUL in the payload (escaped JSON)',
+      'job.payload.a',
+      () => command('UPSERT', 'k-text-5', avroJob({ payload: '{"a":"x\\u0000"}' })),
+    ],
+    [
+      'a lone surrogate in the payload (escaped JSON)',
+      'job.payload.a',
+      () => command('UPSERT', 'k-text-6', avroJob({ payload: '{"a":"x\\ud800"}' })),
+    ],
+  ];
+  for (const [name, field, cmd] of kafkaText)
+    add({ name: `UPSERT: ${name}`, via: 'kafka', send: kafkaCommand(cmd), status: 'INVALID_JOB', field });
+  add({
+    name: 'PAUSE: NUL in the job id and the message key',
+    via: 'kafka',
+    send: kafkaCommand(() => command('PAUSE', 'k\u0000')),
+    status: 'INVALID_COMMAND',
+    field: /job_id/,
+  });
+
+  // 7. NUL in query parameters and path segments.
+  const restQueries: [string, string, string][] = [
+    ['GET /v1/jobs?label= (value)', `/v1/jobs?label=${encodeURIComponent('team=a\u0000')}`, 'label[0]'],
+    ['GET /v1/jobs?label= (key)', `/v1/jobs?label=${encodeURIComponent('t\u0000=v')}`, 'label[0]'],
+    ['GET /v1/jobs?status=', '/v1/jobs?status=%00', 'status'],
+    ['GET /v1/jobs?tenant_id=', '/v1/jobs?tenant_id=a%00', 'tenant_id'],
+    ['GET /v1/dead-letters?job_id=', '/v1/dead-letters?job_id=a%00', 'job_id'],
+    ['GET /v1/dead-letters?tenant_id=', '/v1/dead-letters?tenant_id=a%00', 'tenant_id'],
+    ['GET /v1/jobs/:id', '/v1/jobs/a%00b', 'job_id'],
+    ['GET /v1/jobs/:id/runs', '/v1/jobs/a%00b/runs', 'job_id'],
+    ['GET /v1/jobs/:id/runs/:fence', '/v1/jobs/a%00b/runs/1', 'job_id'],
+    ['GET /v1/jobs/:id/occurrences', '/v1/jobs/a%00b/occurrences', 'job_id'],
+  ];
+  for (const [name, path, field] of restQueries)
+    add({ name: `${name}: NUL`, via: 'rest', send: rest('GET', path), status: 400, field });
+  add({
+    name: 'POST /v1/dead-letters/:fire_id/replay: NUL in the fire id',
+    via: 'rest',
+    send: rest('POST', '/v1/dead-letters/a%00b:1/replay'),
+    status: 400,
+    field: 'fire_id',
+    audited: 'ReplayDeadLetter',
+  });
+  const grpcQueries: [string, Msg, string][] = [
+    ['GetJob', { job_id: 'a\u0000b' }, 'job_id'],
+    ['ListJobs', { labels: { team: 'a\u0000' } }, 'labels.team'],
+    ['ListJobs', { labels: { 't\u0000': 'v' } }, 'labels.t\u0000'],
+    ['ListDeadLetters', { job_id: 'a\u0000b' }, 'job_id'],
+    ['ListRuns', { job_id: 'a\u0000b' }, 'job_id'],
+    ['GetRun', { job_id: 'a\u0000b', fence_token: 1 }, 'job_id'],
+    ['ListOccurrences', { job_id: 'a\u0000b' }, 'job_id'],
+  ];
+  for (const [method, req, field] of grpcQueries)
+    add({
+      name: `${method}: NUL in ${field}`,
+      via: 'grpc',
+      send: grpcCall(method, req),
+      status: 'INVALID_ARGUMENT',
+      field,
+    });
+  add({
+    name: 'ReplayDeadLetter: NUL in the fire id',
+    via: 'grpc',
+    send: grpcCall('ReplayDeadLetter', { fire_id: 'a\u0000b:1' }),
+    status: 'INVALID_ARGUMENT',
+    field: 'fire_id',
+    audited: 'ReplayDeadLetter',
+  });
+
+  // 7. Crafted page tokens: the right kind, wrong value types.
+  const tokens: [string, string, unknown][] = [
+    ['jobs, after a number', '/v1/jobs', { k: 'jobs', after: 5 }],
+    ['jobs, after NUL', '/v1/jobs', { k: 'jobs', after: 'a\u0000' }],
+    ['jobs, not JSON', '/v1/jobs', 'not json at all'],
+    ['runs, before a string', '/v1/jobs/seed-1/runs', { k: 'runs:seed-1', before: 'x' }],
+    ['runs, before 1e300', '/v1/jobs/seed-1/runs', { k: 'runs:seed-1', before: 1e300 }],
+    [
+      'occurrences, at not an instant',
+      '/v1/jobs/seed-1/occurrences',
+      { k: 'occurrences:seed-1', at: 'x', kind: 'FIRE', seq: 1 },
+    ],
+    [
+      'occurrences, kind unknown',
+      '/v1/jobs/seed-1/occurrences',
+      { k: 'occurrences:seed-1', at: '2026-01-01T00:00:00.000Z', kind: 'NOPE', seq: 1 },
+    ],
+    [
+      'occurrences, seq a string',
+      '/v1/jobs/seed-1/occurrences',
+      { k: 'occurrences:seed-1', at: '2026-01-01T00:00:00.000Z', kind: 'FIRE', seq: '1' },
+    ],
+    [
+      'dead letters, atMicros not digits',
+      '/v1/dead-letters',
+      { k: 'dead-letters', atMicros: 'x', jobId: 'a', fenceToken: 1 },
+    ],
+    [
+      'dead letters, jobId NUL',
+      '/v1/dead-letters',
+      { k: 'dead-letters', atMicros: '1', jobId: 'a\u0000', fenceToken: 1 },
+    ],
+    [
+      'dead letters, atMicros past bigint',
+      '/v1/dead-letters',
+      { k: 'dead-letters', atMicros: '99999999999999999999', jobId: 'a', fenceToken: 1 },
+    ],
+  ];
+  const grpcListOf: Record<string, [string, Msg]> = {
+    '/v1/jobs': ['ListJobs', {}],
+    '/v1/jobs/seed-1/runs': ['ListRuns', { job_id: 'seed-1' }],
+    '/v1/jobs/seed-1/occurrences': ['ListOccurrences', { job_id: 'seed-1' }],
+    '/v1/dead-letters': ['ListDeadLetters', {}],
+  };
+  // Each crafted token carries the right filter digest (acme's own listing), so what is refused
+  // is the position's value, not the binding to the listing's filters.
+  const digestOf: Record<string, string> = {
+    '/v1/jobs': filtersDigest({ tenant_id: 'acme' }),
+    '/v1/jobs/seed-1/runs': filtersDigest({}),
+    '/v1/jobs/seed-1/occurrences': filtersDigest({}),
+    '/v1/dead-letters': filtersDigest({ tenant_id: 'acme' }),
+  };
+  for (const [name, path, token] of tokens) {
+    const t =
+      typeof token === 'string'
+        ? Buffer.from(token).toString('base64url')
+        : pageToken({ ...(token as Json), f: digestOf[path] });
+    add({
+      name: `GET ${path}: page token ${name}`,
+      via: 'rest',
+      send: rest('GET', `${path}?page_token=${t}`),
+      status: 400,
+      field: /page_token: is not a page token issued by this listing/,
+    });
+    const [method, req] = grpcListOf[path]!;
+    add({
+      name: `${method}: page token ${name}`,
+      via: 'grpc',
+      send: grpcCall(method, { ...req, page_token: t }),
+      status: 'INVALID_ARGUMENT',
+      field: /page_token: is not a page token issued by this listing/,
+    });
+  }
+
+  // 7. Bodies the parser refuses: over the limit (413), a charset it cannot read (415), not JSON (400).
+  const big = (bytes: number) => JSON.stringify(webhookJob({ payload: { blob: 'x'.repeat(bytes) } }));
+  for (const [method, path] of [
+    ['POST', '/v1/jobs'],
+    ['PATCH', '/v1/jobs/seed-1'],
+  ] as const) {
+    for (const size of [400 * 1024, 5 * 1024 * 1024])
+      add({
+        name: `${method} ${path}: a body of ${size} bytes`,
+        via: 'rest',
+        send: rest(method, path, { raw: big(size) }),
+        status: 413,
+        field: 'body',
+      });
+    add({
+      name: `${method} ${path}: charset=latin1`,
+      via: 'rest',
+      send: rest(method, path, {
+        raw: JSON.stringify(webhookJob()),
+        headers: { 'content-type': 'application/json; charset=latin1' },
+      }),
+      status: 415,
+      field: 'content-type',
+    });
+    add({
+      name: `${method} ${path}: malformed JSON`,
+      via: 'rest',
+      send: rest(method, path, { raw: '{"schedule": ' }),
+      status: 400,
+      field: 'body',
+    });
+  }
+
+  // 7 and 8. Payload nesting: one limit (32) on every interface, checked without recursion.
+  for (const depth of [DEPTH_LIMIT + 1, 10_000]) {
+    const raw = `{"schedule":{"kind":"interval","every_ms":3600000},"target":{"type":"webhook","url":"https://example.com/h"},"payload":${nestedText(depth)}}`;
+    add({
+      name: `POST /v1/jobs: a payload nested ${depth} deep`,
+      via: 'rest',
+      send: rest('POST', '/v1/jobs', { raw }),
+      status: 400,
+      field: 'payload',
+      audited: 'CreateJob',
+    });
+    add({
+      name: `PATCH /v1/jobs/:id: a payload nested ${depth} deep`,
+      via: 'rest',
+      send: rest('PATCH', '/v1/jobs/seed-1', { raw: `{"payload":${nestedText(depth)}}` }),
+      status: 400,
+      field: 'payload',
+      audited: 'UpdateJob',
+    });
+    add({
+      name: `UPSERT: a payload nested ${depth} deep`,
+      via: 'kafka',
+      send: kafkaCommand(() => command('UPSERT', `k-deep-${depth}`, avroJob({ payload: nestedText(depth) }))),
+      status: 'INVALID_JOB',
+      field: 'job.payload',
+    });
+  }
+  add({
+    name: `CreateJob: a payload Value nested ${DEPTH_LIMIT + 1} deep`,
+    via: 'grpc',
+    send: grpcCall('CreateJob', { job: protoJob({ payload: nestedValue(DEPTH_LIMIT + 1) }) }),
+    status: 'INVALID_ARGUMENT',
+    field: 'job.payload',
+    audited: 'CreateJob',
+  });
+  add({
+    name: 'UpdateJob: a payload Value nested 40 deep',
+    via: 'grpc',
+    send: grpcCall('UpdateJob', {
+      job: { job_id: 'seed-1', payload: nestedValue(40) },
+      update_mask: { paths: ['payload'] },
+    }),
+    status: 'INVALID_ARGUMENT',
+    field: 'job.payload',
+    audited: 'UpdateJob',
+  });
+  for (const depth of [60, 5_000])
+    add({
+      name: `CreateJob (raw bytes): a payload Value nested ${depth} deep, past protobuf's limit`,
+      via: 'grpc',
+      send: grpcRaw('CreateJob', deepCreateJobBytes(depth)),
+      status: 'INVALID_ARGUMENT',
+      field: 'request',
+    });
+
+  // 7. Undecodable gRPC requests and oversized metadata.
+  for (const method of ['CreateJob', 'UpdateJob', 'ListJobs', 'GetJob'])
+    add({
+      name: `${method} (raw bytes): a request that is not the message`,
+      via: 'grpc',
+      send: grpcRaw(method, Buffer.from([0x0a, 0xff, 0xff, 0xff])),
+      status: 'INVALID_ARGUMENT',
+      field: 'request',
+    });
+  // 100 KB of metadata is served (here refused for its token, not for its size). One value over
+  // 64 KiB compressed is refused by the HTTP/2 layer (nghttp2's header field limit) before any
+  // gRPC code runs: that is the transport's answer, not the API's (docs/api.md).
+  const bigMetadata = Object.fromEntries(
+    Array.from({ length: 10 }, (_, i) => [`x-meta-${i}`, 'x'.repeat(10 * 1024)]),
+  );
+  add({
+    name: 'ListJobs: 100 KB of metadata and an unknown token',
+    via: 'grpc',
+    send: grpcCall('ListJobs', {}, { token: 'not-a-known-token', metadata: bigMetadata }),
+    status: 'UNAUTHENTICATED',
+    field: /bearer token/,
+  });
+  add({
+    name: 'CreateJob: 100 KB of metadata and a 32 KB unknown token (audited)',
+    via: 'grpc',
+    send: grpcCall('CreateJob', { job: protoJob() }, { token: 'x'.repeat(32 * 1024), metadata: bigMetadata }),
+    status: 'UNAUTHENTICATED',
+    field: /bearer token/,
+    audited: 'CreateJob',
+  });
+
+  // 7. Instants at and past the end of JavaScript's Date range.
+  const previews: [string, unknown][] = [
+    ['the last Date', '+275760-09-13T00:00:00.000Z'],
+    ['a day before the last Date', '+275760-09-12T00:00:00.000Z'],
+    ['a year past 9999', '+010000-01-01T00:00:00.000Z'],
+    ['a date without an offset', '2026-01-01T00:00:00'],
+    ['a number', 1e15],
+  ];
+  for (const [name, from] of previews)
+    add({
+      name: `POST /v1/schedules/preview: from ${name}`,
+      via: 'rest',
+      send: rest('POST', '/v1/schedules/preview', {
+        body: { schedule: { kind: 'interval', every_ms: 60_000 }, from },
+      }),
+      status: 400,
+      field: 'from',
+    });
+  for (const seconds of [1e15, 8.64e12, -1e15])
+    add({
+      name: `PreviewSchedule: from seconds ${seconds}`,
+      via: 'grpc',
+      send: grpcCall('PreviewSchedule', { schedule: { interval: { every_ms: 60_000 } }, from: { seconds } }),
+      status: 'INVALID_ARGUMENT',
+      field: 'from',
+    });
+  const grpcInstants: [string, string, Msg][] = [
+    ['once.at seconds 1e15', 'job.schedule.once.at', { schedule: { once: { at: { seconds: 1e15 } } } }],
+    [
+      'interval.anchor seconds 8.64e12',
+      'job.schedule.interval.anchor',
+      { schedule: { interval: { every_ms: 60_000, anchor: { seconds: 8.64e12 } } } },
+    ],
+    [
+      'cron.end_at seconds -1e15',
+      'job.schedule.cron.end_at',
+      { schedule: { cron: { expression: '0 9 * * *', time_zone: 'UTC', end_at: { seconds: -1e15 } } } },
+    ],
+  ];
+  for (const [name, field, over] of grpcInstants)
+    add({
+      name: `CreateJob: ${name}`,
+      via: 'grpc',
+      send: grpcCall('CreateJob', { job: protoJob(over) }),
+      status: 'INVALID_ARGUMENT',
+      field,
+      audited: 'CreateJob',
+    });
+
+  // 9. Validation gaps: every retry field, unknown keys, __proto__, CRLF in headers, gRPC enum numbers.
+  const retryBad: [string, unknown][] = [
+    ['max_attempts', 0],
+    ['max_attempts', 101],
+    ['max_attempts', 'x'],
+    ['initial_backoff_ms', -1],
+    ['multiplier', 0.5],
+    ['multiplier', 'x'],
+    ['max_backoff_ms', -1],
+    ['max_event_age_ms', 10],
+  ];
+  for (const [key, value] of retryBad) {
+    add({
+      name: `POST /v1/jobs: policies.retry.${key} = ${JSON.stringify(value)}`,
+      via: 'rest',
+      send: rest('POST', '/v1/jobs', { body: webhookJob({ policies: { retry: { [key]: value } } }) }),
+      status: 400,
+      field: `policies.retry.${key}`,
+      audited: 'CreateJob',
+    });
+    if (typeof value === 'number')
+      add({
+        name: `CreateJob: policies.retry.${key} = ${value}`,
+        via: 'grpc',
+        send: grpcCall('CreateJob', { job: protoJob({ policies: { retry: { [key]: value } } }) }),
+        status: 'INVALID_ARGUMENT',
+        field: `job.policies.retry.${key}`,
+        audited: 'CreateJob',
+      });
+  }
+  add({
+    name: 'UPSERT: policies.retry.max_attempts = 0',
+    via: 'kafka',
+    send: kafkaCommand(() => command('UPSERT', 'k-retry', avroJob({ retry: { max_attempts: 0 } }))),
+    status: 'INVALID_JOB',
+    field: 'job.policies.retry.max_attempts',
+  });
+  const restShapes: [string, string, Json][] = [
+    ['policies.retry not an object', 'policies.retry', { policies: { retry: 5 } }],
+    [
+      'an unknown key in policies.retry',
+      'policies.retry.max_attempt',
+      { policies: { retry: { max_attempt: 3 } } },
+    ],
+    [
+      'an unknown key in target.success_status',
+      'target.success_status.minimum',
+      {
+        target: {
+          type: 'webhook',
+          url: 'https://example.com/h',
+          success_status: { min: 200, max: 299, minimum: 1 },
+        },
+      },
+    ],
+    ['a label key __proto__', 'labels.__proto__', { labels: JSON.parse('{"__proto__": "x"}') as Json }],
+    [
+      'CRLF in a webhook header name',
+      'target.headers.X-A\r\nX-Injected',
+      { target: { type: 'webhook', url: 'https://example.com/h', headers: { 'X-A\r\nX-Injected': 'v' } } },
+    ],
+    [
+      'CRLF in a webhook header value',
+      'target.headers.X-A',
+      { target: { type: 'webhook', url: 'https://example.com/h', headers: { 'X-A': 'v\r\nX-Injected: 1' } } },
+    ],
+    [
+      'a bare LF in a webhook header value',
+      'target.headers.X-A',
+      { target: { type: 'webhook', url: 'https://example.com/h', headers: { 'X-A': 'v\nw' } } },
+    ],
+    [
+      'a colon in a webhook header name',
+      'target.headers.X-A:',
+      { target: { type: 'webhook', url: 'https://example.com/h', headers: { 'X-A:': 'v' } } },
+    ],
+  ];
+  for (const [name, field, over] of restShapes)
+    add({
+      name: `POST /v1/jobs: ${name}`,
+      via: 'rest',
+      // Sent as text: JSON.stringify keeps an own __proto__ key, a spread would not.
+      send: rest('POST', '/v1/jobs', { raw: JSON.stringify(webhookJob(over)) }),
+      status: 400,
+      field,
+      audited: 'CreateJob',
+    });
+  add({
+    name: 'PATCH /v1/jobs/:id: CRLF in a webhook header value',
+    via: 'rest',
+    send: rest('PATCH', '/v1/jobs/seed-1', {
+      body: {
+        target: { type: 'webhook', url: 'https://example.com/h', headers: { 'X-A': 'v\r\nX-Injected: 1' } },
+      },
+    }),
+    status: 400,
+    field: 'target.headers.X-A',
+    audited: 'UpdateJob',
+  });
+  add({
+    name: 'CreateJob: CRLF in a webhook header value',
+    via: 'grpc',
+    send: grpcCall('CreateJob', {
+      job: protoJob({
+        target: { webhook: { url: 'https://example.com/h', headers: { 'X-A': 'v\r\nX-Injected: 1' } } },
+      }),
+    }),
+    status: 'INVALID_ARGUMENT',
+    field: 'job.target.webhook.headers.X-A',
+    audited: 'CreateJob',
+  });
+  add({
+    name: 'CreateJob: CRLF in a webhook header name',
+    via: 'grpc',
+    send: grpcCall('CreateJob', {
+      job: protoJob({ target: { webhook: { url: 'https://example.com/h', headers: { 'X-A\r\nB': 'v' } } } }),
+    }),
+    status: 'INVALID_ARGUMENT',
+    field: 'job.target.webhook.headers.X-A\r\nB',
+    audited: 'CreateJob',
+  });
+  add({
+    name: 'UPSERT: CRLF in a webhook header value',
+    via: 'kafka',
+    send: kafkaCommand(() =>
+      command('UPSERT', 'k-crlf', avroJob({ headers: { 'X-A': 'v\r\nX-Injected: 1' } })),
+    ),
+    status: 'INVALID_JOB',
+    field: 'job.target.headers.X-A',
+  });
+  // protobufjs keeps a "__proto__" map key as an own property: the service sees it and refuses it.
+  add({
+    name: 'CreateJob: a label key __proto__',
+    via: 'grpc',
+    send: grpcCall('CreateJob', { job: protoJob({ labels: JSON.parse('{"__proto__": "x"}') as Msg }) }),
+    status: 'INVALID_ARGUMENT',
+    field: 'job.labels.__proto__',
+    audited: 'CreateJob',
+  });
+  add({
+    name: 'CreateJob: a webhook header named __proto__',
+    via: 'grpc',
+    send: grpcCall('CreateJob', {
+      job: protoJob({
+        target: {
+          webhook: { url: 'https://example.com/h', headers: JSON.parse('{"__proto__": "x"}') as Msg },
+        },
+      }),
+    }),
+    status: 'INVALID_ARGUMENT',
+    field: 'job.target.webhook.headers.__proto__',
+    audited: 'CreateJob',
+  });
+  const kafkaShapes: [string, string, () => Msg][] = [
+    [
+      'NUL in a label key',
+      'job.labels.t\u0000',
+      () => command('UPSERT', 'k-shape-1', avroJob({ labels: { 't\u0000': 'v' } })),
+    ],
+    [
+      'NUL in a payload key (escaped JSON)',
+      'job.payload.k\u0000',
+      () => command('UPSERT', 'k-shape-2', avroJob({ payload: '{"k\\u0000":1}' })),
+    ],
+    [
+      'NUL in a kafka target header',
+      'job.target.headers.h',
+      () =>
+        command(
+          'UPSERT',
+          'k-shape-3',
+          avroJob({ kafka: { topic: 'acme.out', key: null, headers: { h: 'a\u0000' } } }),
+        ),
+    ],
+    [
+      'CRLF in a webhook header name',
+      'job.target.headers.X-A\r\nB',
+      () => command('UPSERT', 'k-shape-4', avroJob({ headers: { 'X-A\r\nB': 'v' } })),
+    ],
+    [
+      'policies.retry.multiplier = 0.5',
+      'job.policies.retry.multiplier',
+      () => command('UPSERT', 'k-shape-5', avroJob({ retry: { multiplier: 0.5 } })),
+    ],
+    [
+      'policies.retry.max_event_age_ms = 10',
+      'job.policies.retry.max_event_age_ms',
+      () => command('UPSERT', 'k-shape-6', avroJob({ retry: { max_event_age_ms: 10 } })),
+    ],
+  ];
+  for (const [name, field, cmd] of kafkaShapes)
+    add({ name: `UPSERT: ${name}`, via: 'kafka', send: kafkaCommand(cmd), status: 'INVALID_JOB', field });
+  const enums: [string, string, Msg][] = [
+    ['policies.misfire 99', 'job.policies.misfire', { policies: { misfire: 99 } }],
+    ['policies.overlap -5', 'job.policies.overlap', { policies: { overlap: -5 } }],
+    [
+      'cron dst_gap 7',
+      'job.schedule.cron.dst_gap',
+      { schedule: { cron: { expression: '0 9 * * *', time_zone: 'UTC', dst_gap: 7 } } },
+    ],
+    [
+      'cron dst_repeat 9',
+      'job.schedule.cron.dst_repeat',
+      { schedule: { cron: { expression: '0 9 * * *', time_zone: 'UTC', dst_repeat: 9 } } },
+    ],
+    [
+      'webhook method 42',
+      'job.target.webhook.method',
+      { target: { webhook: { url: 'https://example.com/h', method: 42 } } },
+    ],
+  ];
+  for (const [name, field, over] of enums)
+    add({
+      name: `CreateJob: ${name}`,
+      via: 'grpc',
+      send: grpcCall('CreateJob', { job: protoJob(over) }),
+      status: 'INVALID_ARGUMENT',
+      field,
+      audited: 'CreateJob',
+    });
+  add({
+    name: 'ListJobs: status 99',
+    via: 'grpc',
+    send: grpcCall('ListJobs', { status: 99 }),
+    status: 'INVALID_ARGUMENT',
+    field: 'status',
+  });
+
+  // 10. A secret header's mask is not a value: sent for a job that holds no such secret, it is refused.
+  add({
+    name: 'POST /v1/jobs: the secret mask as an Authorization value',
+    via: 'rest',
+    send: rest('POST', '/v1/jobs', {
+      body: webhookJob({
+        target: { type: 'webhook', url: 'https://example.com/h', headers: { Authorization: '********' } },
+      }),
+    }),
+    status: 400,
+    field: 'target.headers.Authorization',
+    audited: 'CreateJob',
+  });
+  add({
+    name: 'PATCH /v1/jobs/:id: the secret mask for a header the job does not hold',
+    via: 'rest',
+    send: rest('PATCH', '/v1/jobs/seed-1', {
+      body: {
+        target: { type: 'webhook', url: 'https://example.com/h', headers: { 'X-Api-Key': '********' } },
+      },
+    }),
+    status: 400,
+    field: 'target.headers.X-Api-Key',
+    audited: 'UpdateJob',
+  });
+
+  // 11. Refused mutating calls are audited: no or a bad token, unknown fields, bad If-Match, bad ids.
+  const mutating: [string, string, string, unknown][] = [
+    ['POST', '/v1/jobs', 'CreateJob', webhookJob()],
+    ['PATCH', '/v1/jobs/seed-1', 'UpdateJob', { labels: {} }],
+    ['DELETE', '/v1/jobs/seed-1', 'DeleteJob', undefined],
+    ['POST', '/v1/jobs/seed-1/pause', 'PauseJob', undefined],
+    ['POST', '/v1/jobs/seed-1/resume', 'ResumeJob', undefined],
+    ['POST', '/v1/jobs/seed-1/trigger', 'TriggerJob', undefined],
+    ['POST', '/v1/dead-letters/seed-1:1/replay', 'ReplayDeadLetter', undefined],
+  ];
+  for (const [method, path, action, body] of mutating)
+    for (const [how, token] of [
+      ['no token', null],
+      ['an unknown token', 'not-a-known-token'],
+    ] as const)
+      add({
+        name: `${method} ${path}: ${how}`,
+        via: 'rest',
+        send: rest(method, path, { token, ...(body !== undefined ? { body } : {}) }),
+        status: 401,
+        field: /token/,
+        audited: action,
+      });
+  const grpcMutating: [string, Msg][] = [
+    ['CreateJob', { job: protoJob() }],
+    ['UpdateJob', { job: { job_id: 'seed-1', labels: {} }, update_mask: { paths: ['labels'] } }],
+    ['DeleteJob', { job_id: 'seed-1' }],
+    ['PauseJob', { job_id: 'seed-1' }],
+    ['ResumeJob', { job_id: 'seed-1' }],
+    ['TriggerJob', { job_id: 'seed-1' }],
+    ['ReplayDeadLetter', { fire_id: 'seed-1:1' }],
+  ];
+  for (const [method, req] of grpcMutating)
+    for (const [how, token] of [
+      ['no token', null],
+      ['an unknown token', 'not-a-known-token'],
+    ] as const)
+      add({
+        name: `${method}: ${how}`,
+        via: 'grpc',
+        send: grpcCall(method, req, { token }),
+        status: 'UNAUTHENTICATED',
+        field: /token/,
+        audited: method,
+      });
+  const refusedEdits: [string, string, string, Parameters<typeof http>[2], string][] = [
+    ['PATCH with an unknown field', 'PATCH', '/v1/jobs/seed-1', { body: { status: 'PAUSED' } }, 'status'],
+    ['PATCH with a body that is not an object', 'PATCH', '/v1/jobs/seed-1', { raw: '[1]' }, 'body'],
+    [
+      'PATCH with a malformed If-Match',
+      'PATCH',
+      '/v1/jobs/seed-1',
+      { body: { labels: {} }, headers: { 'if-match': 'garbage' } },
+      'etag',
+    ],
+    [
+      'DELETE with a malformed If-Match',
+      'DELETE',
+      '/v1/jobs/seed-1',
+      { headers: { 'if-match': '"w3"' } },
+      'etag',
+    ],
+    ['PATCH of an invalid job id', 'PATCH', '/v1/jobs/bad%20id!', { body: { labels: {} } }, 'job_id'],
+    ['DELETE of an invalid job id', 'DELETE', '/v1/jobs/bad%20id!', {}, 'job_id'],
+    ['pause of an invalid job id', 'POST', '/v1/jobs/bad%20id!/pause', {}, 'job_id'],
+    ['resume of an invalid job id', 'POST', '/v1/jobs/bad%20id!/resume', {}, 'job_id'],
+    ['trigger of an invalid job id', 'POST', '/v1/jobs/bad%20id!/trigger', {}, 'job_id'],
+    ['replay of a fire id without a fence token', 'POST', '/v1/dead-letters/seed-1/replay', {}, 'fire_id'],
+    ['replay of a fire id with a bad fence token', 'POST', '/v1/dead-letters/seed-1:x/replay', {}, 'fire_id'],
+    ['replay of a fire id without a job id', 'POST', '/v1/dead-letters/:1/replay', {}, 'fire_id'],
+  ];
+  const actionOf = (method: string, path: string) =>
+    path.includes('/replay')
+      ? 'ReplayDeadLetter'
+      : path.endsWith('/pause')
+        ? 'PauseJob'
+        : path.endsWith('/resume')
+          ? 'ResumeJob'
+          : path.endsWith('/trigger')
+            ? 'TriggerJob'
+            : method === 'DELETE'
+              ? 'DeleteJob'
+              : 'UpdateJob';
+  for (const [name, method, path, opts, field] of refusedEdits)
+    add({
+      name: `${method} ${path}: ${name}`,
+      via: 'rest',
+      send: rest(method, path, opts),
+      status: 400,
+      field,
+      audited: actionOf(method, path),
+    });
+  const grpcRefusedEdits: [string, string, Msg, string][] = [
+    [
+      'a malformed etag',
+      'UpdateJob',
+      { job: { job_id: 'seed-1', labels: {} }, update_mask: { paths: ['labels'] }, etag: 'garbage' },
+      'etag',
+    ],
+    [
+      'an unknown update_mask path',
+      'UpdateJob',
+      { job: { job_id: 'seed-1' }, update_mask: { paths: ['status'] } },
+      'update_mask.paths[0]',
+    ],
+    ['a malformed etag', 'DeleteJob', { job_id: 'seed-1', etag: 'garbage' }, 'etag'],
+    ['an invalid job id', 'PauseJob', { job_id: 'bad id!' }, 'job_id'],
+    ['an invalid job id', 'TriggerJob', { job_id: 'bad id!' }, 'job_id'],
+    ['a malformed fire id', 'ReplayDeadLetter', { fire_id: 'seed-1' }, 'fire_id'],
+  ];
+  for (const [name, method, req, field] of grpcRefusedEdits)
+    add({
+      name: `${method}: ${name}`,
+      via: 'grpc',
+      send: grpcCall(method, req),
+      status: 'INVALID_ARGUMENT',
+      field,
+      audited: method,
+    });
+
+  // 12. Idempotency keys: malformed, or reused for another request.
+  for (const [name, key] of [
+    ['256 characters', 'k'.repeat(256)],
+    ['a space', 'two words'],
+  ] as const) {
+    add({
+      name: `POST /v1/jobs: an Idempotency-Key of ${name}`,
+      via: 'rest',
+      send: rest('POST', '/v1/jobs', { body: webhookJob(), headers: { 'idempotency-key': key } }),
+      status: 400,
+      field: 'Idempotency-Key',
+      audited: 'CreateJob',
+    });
+    add({
+      name: `CreateJob: an idempotency_key of ${name}`,
+      via: 'grpc',
+      send: grpcCall('CreateJob', { job: protoJob(), idempotency_key: key }),
+      status: 'INVALID_ARGUMENT',
+      field: 'idempotency_key',
+      audited: 'CreateJob',
+    });
+  }
+  add({
+    name: 'CreateJob: an idempotency_key that is not ASCII',
+    via: 'grpc',
+    send: grpcCall('CreateJob', { job: protoJob(), idempotency_key: 'clé' }),
+    status: 'INVALID_ARGUMENT',
+    field: 'idempotency_key',
+    audited: 'CreateJob',
+  });
+  add({
+    name: 'POST /v1/jobs: an Idempotency-Key used before for another request',
+    via: 'rest',
+    send: rest('POST', '/v1/jobs', {
+      body: webhookJob({ labels: { other: 'request' } }),
+      headers: { 'idempotency-key': 'used-key-rest' },
+    }),
+    status: 422,
+    field: /idempotency_key "used-key-rest" was used for a different CreateJob request/,
+    audited: 'CreateJob',
+  });
+  add({
+    name: 'CreateJob: an idempotency_key used before for another request',
+    via: 'grpc',
+    send: grpcCall('CreateJob', {
+      job: protoJob({ labels: { other: 'request' } }),
+      idempotency_key: 'used-key-grpc',
+    }),
+    status: 'FAILED_PRECONDITION',
+    field: /idempotency_key "used-key-grpc" was used for a different CreateJob request/,
+    audited: 'CreateJob',
+  });
+
+  it(`has a case for every class (${cases.length} cases)`, () => {
+    expect(cases.length).toBeGreaterThan(200);
+    expect(new Set(cases.map((c) => `${c.via} ${c.name}`)).size).toBe(cases.length);
+  });
+
+  describe.each(['rest', 'grpc', 'kafka'] as const)('%s', (via) => {
+    beforeAll(async () => {
+      // The keys the "used before" cases reuse, each taken by a first request.
+      if (via === 'rest') {
+        const first = await http('POST', '/v1/jobs', {
+          body: webhookJob(),
+          headers: { 'idempotency-key': 'used-key-rest' },
+        });
+        expect(first.status).toBe(201);
+      }
+      if (via === 'grpc') await grpc.ok('CreateJob', { job: protoJob(), idempotency_key: 'used-key-grpc' });
+    });
+
+    it.each(cases.filter((c) => c.via === via).map((c) => [c.name, c] as const))('%s', async (_name, c) => {
+      const before = await snapshot();
+      const outcome = await c.send();
+      expect(outcome.status).toBe(c.status);
+      if (typeof c.field === 'string') expect(outcome.named.split(' | ')).toContain(c.field);
+      else expect(outcome.named).toMatch(c.field);
+      const after = await snapshot();
+      expect({ ...after, last_audit: undefined }).toEqual({ ...before, last_audit: undefined });
+      const audit = await db.query<{ action: string; outcome: string; via: string }>(
+        'SELECT action, outcome, via FROM audit_events WHERE id > $1 ORDER BY id',
+        [before.last_audit],
+      );
+      if (c.audited === undefined) expect(audit.rows).toEqual([]);
+      else
+        expect(audit.rows).toEqual([
+          {
+            action: c.audited,
+            outcome: typeof c.status === 'number' ? CODE_OF_HTTP[c.status] : c.status,
+            via: c.via,
+          },
+        ]);
+    });
+  });
+
+  // ---------- what the refusals protect: the behaviour that must keep working ----------
+
+  it(`accepts a payload nested exactly ${DEPTH_LIMIT} deep on every interface, and every interface returns it`, async () => {
+    const rest1 = await http('POST', '/v1/jobs', {
+      body: webhookJob({ job_id: 'deep-rest', payload: nested(DEPTH_LIMIT) }),
+    });
+    expect(rest1.status).toBe(201);
+    await grpc.ok('CreateJob', { job: protoJob({ job_id: 'deep-grpc', payload: nestedValue(DEPTH_LIMIT) }) });
+    await producer.send({
+      topic,
+      messages: [
+        {
+          key: 'deep-kafka',
+          value: await registry.encode(
+            schemaId,
+            command('UPSERT', 'deep-kafka', avroJob({ payload: nestedText(DEPTH_LIMIT) })),
+          ),
+        },
+      ],
+    });
+    await eventually('the Kafka job to be applied', async () =>
+      (await grpc.call('GetJob', { job_id: 'deep-kafka' })).ok ? true : undefined,
+    );
+    for (const id of ['deep-rest', 'deep-grpc', 'deep-kafka']) {
+      const got = await grpc.ok('GetJob', { job_id: id });
+      expect(got.job_id).toBe(id);
+      expect((await http('GET', `/v1/jobs/${id}`)).body.payload).toEqual(nested(DEPTH_LIMIT));
+    }
+    // The tenant's and the admin's all-tenant listings carry them too (the CLI's `list --all`).
+    const mine = (await grpc.ok('ListJobs', { page_size: 1000 })).jobs as Msg[];
+    expect(mine.map((j) => j.job_id)).toEqual(
+      expect.arrayContaining(['deep-rest', 'deep-grpc', 'deep-kafka']),
+    );
+    const all = (await grpc.as(ADMIN).ok('ListJobs', { page_size: 1000 })).jobs as Msg[];
+    expect(all.map((j) => j.job_id)).toEqual(
+      expect.arrayContaining(['deep-rest', 'deep-grpc', 'deep-kafka']),
+    );
+  });
+
+  it('stores secret target headers write-only: masked on every read, kept on update unless replaced', async () => {
+    const stored = async () =>
+      (await db.query<{ target: Json }>(`SELECT target FROM jobs WHERE job_id = 'seed-1'`)).rows[0]!.target
+        .headers as Record<string, string>;
+    const masked = { Authorization: '********', 'X-Plain': 'p' };
+    expect(((await http('GET', '/v1/jobs/seed-1')).body.target as Json).headers).toEqual(masked);
+    const listed = ((await http('GET', '/v1/jobs')).body.jobs as Json[]).find((j) => j.job_id === 'seed-1')!;
+    expect((listed.target as Json).headers).toEqual(masked);
+    expect(((await grpc.ok('GetJob', { job_id: 'seed-1' })).target as Msg).webhook).toMatchObject({
+      headers: masked,
+    });
+    const grpcListed = ((await grpc.ok('ListJobs', {})).jobs as Msg[]).find((j) => j.job_id === 'seed-1')!;
+    expect((grpcListed.target as Msg).webhook).toMatchObject({ headers: masked });
+
+    // A read-modify-write of the target sends the mask back: the secret is kept.
+    const read = (await http('GET', '/v1/jobs/seed-1')).body;
+    const patched = await http('PATCH', '/v1/jobs/seed-1', {
+      body: { target: { ...(read.target as Json), timeout_ms: 20_000 } },
+    });
+    expect(patched.status).toBe(200);
+    expect((patched.body.target as Json).headers).toEqual(masked);
+    expect(await stored()).toEqual({ Authorization: SECRET, 'X-Plain': 'p' });
+    // The same over gRPC, from what GetJob returned.
+    const got = await grpc.ok('GetJob', { job_id: 'seed-1' });
+    await grpc.ok('UpdateJob', {
+      job: { job_id: 'seed-1', target: got.target },
+      update_mask: { paths: ['target'] },
+    });
+    expect(await stored()).toEqual({ Authorization: SECRET, 'X-Plain': 'p' });
+
+    // A new value replaces it; a header left out is gone; a new secret is masked from the start.
+    const replaced = await http('PATCH', '/v1/jobs/seed-1', {
+      body: {
+        target: {
+          type: 'webhook',
+          url: 'https://example.com/h',
+          headers: { Authorization: 'Bearer new', 'X-Api-Key': 'k1' },
+        },
+      },
+    });
+    expect((replaced.body.target as Json).headers).toEqual({
+      Authorization: '********',
+      'X-Api-Key': '********',
+    });
+    expect(await stored()).toEqual({ Authorization: 'Bearer new', 'X-Api-Key': 'k1' });
+    // Back as it was, for the cases that follow.
+    await http('PATCH', '/v1/jobs/seed-1', {
+      body: {
+        target: {
+          type: 'webhook',
+          url: 'https://example.com/h',
+          headers: { Authorization: SECRET, 'X-Plain': 'p' },
+        },
+      },
+    });
+    expect(await stored()).toEqual({ Authorization: SECRET, 'X-Plain': 'p' });
+  });
+
+  it('an idempotency key makes a CreateJob retry return the same job, per tenant', async () => {
+    const count = async (label: string) =>
+      Number(
+        (
+          await db.query(`SELECT count(*) FROM jobs WHERE labels @> $1::jsonb`, [
+            JSON.stringify({ run: label }),
+          ])
+        ).rows[0]!.count,
+      );
+    // REST: no job_id, so each attempt would otherwise get its own generated id.
+    const body = webhookJob({ labels: { run: 'rest-idem' } });
+    const first = await http('POST', '/v1/jobs', { body, headers: { 'idempotency-key': 'retry-rest-1' } });
+    const again = await http('POST', '/v1/jobs', { body, headers: { 'idempotency-key': 'retry-rest-1' } });
+    expect(first.status).toBe(201);
+    expect(again.status).toBe(201);
+    expect(again.body.job_id).toBe(first.body.job_id);
+    expect(await count('rest-idem')).toBe(1);
+    // The same key under another tenant is another key.
+    const admin = await http('POST', '/v1/jobs', {
+      token: ADMIN,
+      body: { ...body, tenant_id: 'globex' },
+      headers: { 'idempotency-key': 'retry-rest-1' },
+    });
+    expect(admin.status).toBe(201);
+    expect(admin.body.job_id).not.toBe(first.body.job_id);
+    expect(await count('rest-idem')).toBe(2);
+
+    // gRPC: a deadline too short to answer in; the call may still be applied, and the retry tells.
+    const req = { job: protoJob({ labels: { run: 'grpc-idem' } }), idempotency_key: 'retry-grpc-1' };
+    const hurried = await grpc.call('CreateJob', req, { deadlineMs: 1 });
+    const retried = await grpc.call('CreateJob', req);
+    expect(retried.ok).toBe(true);
+    if (hurried.ok && retried.ok) expect(retried.res.job_id).toBe(hurried.res.job_id);
+    else if (!hurried.ok) expect(hurried.codeName).toBe('DEADLINE_EXCEEDED');
+    const third = await grpc.call('CreateJob', req);
+    expect(third.ok && retried.ok && third.res.job_id === retried.res.job_id).toBe(true);
+    expect(await count('grpc-idem')).toBe(1);
+  });
+});
