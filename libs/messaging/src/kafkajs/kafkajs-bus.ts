@@ -453,8 +453,13 @@ class KafkajsAdmin implements TopicAdmin {
       const res = configs.resources.find((r) => r.resourceName === t.name);
       const cfg: Record<string, string> = {};
       for (const e of res?.configEntries ?? []) cfg[e.configName] = e.configValue;
-      return { name: t.name, partitions: t.partitions.length, configs: cfg };
+      const replicationFactor = Math.min(...t.partitions.map((p) => p.replicas.length));
+      return { name: t.name, partitions: t.partitions.length, replicationFactor, configs: cfg };
     });
+  }
+
+  async brokerCount(): Promise<number> {
+    return (await this.admin.describeCluster()).brokers.length;
   }
 
   async createTopics(specs: readonly TopicSpec[]): Promise<void> {
