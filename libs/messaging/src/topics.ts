@@ -1,5 +1,5 @@
 /** Tickwork's topics with explicit per-topic configs, created or corrected at start-up. */
-import type { TopicAdmin, TopicSpec } from './ports';
+import type { TopicAdmin, TopicDescription, TopicSpec } from './ports';
 import { replicationLayoutProblems } from './replication';
 
 export interface TopicLayout {
@@ -64,6 +64,22 @@ export function tickworkTopicSpecs(
 
 export class TopicLayoutError extends Error {}
 
+/** An existing topic is refused when it has fewer replicas than asked, or is a commands topic of another shard count. */
+function refuseExisting(found: TopicDescription, specs: readonly TopicSpec[], commandsTopic: string): void {
+  const spec = specs.find((s) => s.name === found.name);
+  if (!spec) return;
+  if (found.replicationFactor < spec.replicationFactor) {
+    throw new TopicLayoutError(
+      `topic ${spec.name} has ${found.replicationFactor} replicas per partition but TICKWORK_TOPIC_REPLICATION=${spec.replicationFactor}; a config change cannot add replicas: reassign its partitions (kafka-reassign-partitions) first`,
+    );
+  }
+  if (spec.name === commandsTopic && found.partitions !== spec.partitions) {
+    throw new TopicLayoutError(
+      `topic ${spec.name} has ${found.partitions} partitions but TICKWORK_SHARDS=${spec.partitions}; shards are its partitions, so they must match`,
+    );
+  }
+}
+
 function refuseLayout(problems: ReadonlySet<string>): void {
   if (problems.size > 0)
     throw new TopicLayoutError(
@@ -105,20 +121,7 @@ export async function provisionTopics(
       )
     ).map((d) => [d.name, d]),
   );
-  for (const spec of specs) {
-    const found = existing.get(spec.name);
-    if (!found) continue;
-    if (found.replicationFactor < spec.replicationFactor) {
-      throw new TopicLayoutError(
-        `topic ${spec.name} has ${found.replicationFactor} replicas per partition but TICKWORK_TOPIC_REPLICATION=${spec.replicationFactor}; a config change cannot add replicas: reassign its partitions (kafka-reassign-partitions) first`,
-      );
-    }
-    if (spec.name === commandsTopic && found.partitions !== spec.partitions) {
-      throw new TopicLayoutError(
-        `topic ${spec.name} has ${found.partitions} partitions but TICKWORK_SHARDS=${spec.partitions}; shards are its partitions, so they must match`,
-      );
-    }
-  }
+  for (const found of existing.values()) refuseExisting(found, specs, commandsTopic);
   const missing = specs.filter((s) => !existing.has(s.name));
   if (missing.length > 0) {
     // Only when creating: a broker that is down is not counted, and an app restarting during a
@@ -139,15 +142,20 @@ export async function provisionTopics(
       await admin.createTopics(missing);
     } catch (e) {
       // Another process may have created them at the same moment; re-check below.
-      const now = new Set(
-        (
-          await admin.describeTopics(
-            missing.map((s) => s.name),
-            [],
-          )
-        ).map((d) => d.name),
+      const now = await admin.describeTopics(
+        missing.map((s) => s.name),
+        [],
       );
-      if (missing.some((m) => !now.has(m.name))) throw e;
+      if (missing.some((m) => !now.some((d) => d.name === m.name))) throw e;
+    }
+    // A topic another process created first (kafkajs reports "already exists" as success, and a
+    // broker's metadata may not have listed it a moment ago) is checked and corrected like any.
+    for (const found of await admin.describeTopics(
+      missing.map((s) => s.name),
+      keys,
+    )) {
+      refuseExisting(found, specs, commandsTopic);
+      existing.set(found.name, found);
     }
   }
   const altered: string[] = [];
