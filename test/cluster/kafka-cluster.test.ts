@@ -181,7 +181,7 @@ describe('a replicated Kafka cluster (3 KRaft nodes)', () => {
      * SUCCEEDED run per job, one call per webhook-id at the receiver. Returns lateness figures and
      * the recovery: how long after `faultAt` the last late delivery came.
      */
-    async function deliveredOnce(label: string, ids: string[], faultAt: number, timeoutMs = 180_000) {
+    async function deliveredOnce(label: string, ids: string[], faultAt: number, timeoutMs = 120_000) {
       await eventually(
         `all ${ids.length} fires of ${label} at the receiver`,
         () =>
@@ -199,8 +199,13 @@ describe('a replicated Kafka cluster (3 KRaft nodes)', () => {
              LEFT JOIN job_runs r ON r.job_id = j.job_id WHERE j.job_id = ANY($1)`,
           [missing.slice(0, 20)],
         );
+        // And whether Kafka has them (lost after an acknowledgement?) and where the executor group is.
+        const inTopic = await cluster.findKeys(firesTopic, missing).catch((x: Error) => x.message);
+        const offsets = await cluster
+          .offsets(`${db.iso.topicPrefix}.executor`, firesTopic)
+          .catch((x: Error) => x.message);
         throw new Error(
-          `${e.message} (have ${seen.size}; missing ${missing.length}: ${JSON.stringify(state.rows)})\n--- scheduler ---\n${scheduler.tail(30)}\n--- executor ---\n${executor.tail(40)}`,
+          `${e.message} (have ${seen.size}; missing ${missing.length}: ${JSON.stringify(state.rows)}; in ${firesTopic}: ${JSON.stringify(inTopic)}; executor group offsets: ${JSON.stringify(offsets)})\n--- scheduler ---\n${scheduler.tail(30)}\n--- executor ---\n${executor.tail(40)}`,
         );
       });
       const fires = await db.pool.query<{ n: string; fences: string; unsent: string }>(

@@ -188,6 +188,66 @@ export class KafkaCluster {
     return Number(m[1]);
   }
 
+  /** Committed offsets of `groupId` and end offsets, per partition of `topic`. */
+  async offsets(
+    groupId: string,
+    topic: string,
+  ): Promise<{ partition: number; committed: string; end: string }[]> {
+    const admin = await this.adminClient();
+    const [committed, ends] = await Promise.all([
+      admin.fetchOffsets({ groupId, topics: [topic] }),
+      admin.fetchTopicOffsets(topic),
+    ]);
+    const byPartition = new Map((committed[0]?.partitions ?? []).map((p) => [p.partition, p.offset]));
+    return ends.map((e) => ({
+      partition: e.partition,
+      committed: byPartition.get(e.partition) ?? '-1',
+      end: e.high,
+    }));
+  }
+
+  /** Where records keyed by `keys` are in `topic` (read from the start to the end offsets, by a group of its own). */
+  async findKeys(
+    topic: string,
+    keys: readonly string[],
+    timeoutMs = 60_000,
+  ): Promise<{ key: string; partition: number; offset: string }[]> {
+    const wanted = new Set(keys);
+    const found: { key: string; partition: number; offset: string }[] = [];
+    const ends = new Map(
+      (await (await this.adminClient()).fetchTopicOffsets(topic)).map((e) => [e.partition, BigInt(e.high)]),
+    );
+    const done = new Set([...ends].filter(([, high]) => high === 0n).map(([p]) => p));
+    const consumer = new Kafka({
+      clientId: 'tickwork-cluster-test-scan',
+      brokers: this.brokers.split(','),
+      logLevel: logLevel.NOTHING,
+    }).consumer({
+      groupId: `tickwork-cluster-test-scan-${Date.now()}`,
+    });
+    await consumer.connect();
+    try {
+      await consumer.subscribe({ topic, fromBeginning: true });
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, timeoutMs);
+        void consumer.run({
+          eachMessage: async ({ partition, message }) => {
+            const key = message.key?.toString() ?? '';
+            if (wanted.has(key)) found.push({ key, partition, offset: message.offset });
+            if (BigInt(message.offset) + 1n >= (ends.get(partition) ?? 0n)) done.add(partition);
+            if (done.size >= ends.size) {
+              clearTimeout(timer);
+              resolve();
+            }
+          },
+        });
+      });
+    } finally {
+      await consumer.disconnect().catch(() => undefined);
+    }
+    return found;
+  }
+
   private async closeAdmin(): Promise<void> {
     const admin = this.admin;
     this.admin = undefined;
