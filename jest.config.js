@@ -28,5 +28,10 @@ module.exports = {
       testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
     },
     { ...common, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.test.ts'] },
+    // A 3-broker Kafka cluster of its own and broker failures (~6 minutes): `npm run test:cluster`
+    // only, so npm test (and CI) leave it out.
+    ...(process.env.TICKWORK_CLUSTER_TESTS
+      ? [{ ...common, displayName: 'cluster', testMatch: ['<rootDir>/test/cluster/**/*.test.ts'] }]
+      : []),
   ],
 };

@@ -37,14 +37,18 @@ function pomProperty(path: string, property: string): string {
 const KAFKA_VERSION = pomProperty('infra/kafka/pom.xml', 'kafka.version');
 const REGISTRY_VERSION = pomProperty('infra/registry/pom.xml', 'registry.version');
 
-/** The broker settings infra/stack writes (the heredoc in write_kafka_config). */
+/**
+ * The broker settings infra/stack writes (the heredoc in write_kafka_config) for its one-broker
+ * stack: node 1, internal topics at RF 1 / min ISR 1 (what $n, $rf and $isr are with one node).
+ */
 function stackBrokerSettings(): Map<string, string> {
   const script = read('infra/stack');
-  const body = /cat >"\$KAFKA_PROPS" <<EOF\n([\s\S]*?)\nEOF\n/.exec(script)?.[1];
+  const body = /cat >"\$dir\/server\.properties" <<EOF\n([\s\S]*?)\nEOF\n/.exec(script)?.[1];
   if (!body) throw new Error('could not find the server.properties heredoc in infra/stack');
+  const oneNode: Record<string, string> = { $n: '1', $rf: '1', $isr: '1' };
   const settings = new Map<string, string>();
   for (const line of body.split('\n')) {
-    const m = /^([a-z0-9.]+)=(.*)$/.exec(line.trim());
+    const m = /^([a-z0-9.]+)=(.*)$/.exec(line.trim().replace(/\$(n|rf|isr)\b/g, (v) => oneNode[v]!));
     if (m?.[1] !== undefined && m[2] !== undefined) settings.set(m[1], m[2]);
   }
   return settings;

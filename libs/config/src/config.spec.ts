@@ -77,3 +77,30 @@ describe('loadConfig', () => {
     expect(parseDuration('soon')).toBeUndefined();
   });
 });
+
+describe('topic replication settings', () => {
+  it('defaults to RF 1 / min ISR 1 (one broker), and min ISR 2 once replicated', () => {
+    const laptop = loadConfig({});
+    expect([laptop.topicReplicationFactor, laptop.topicMinInsyncReplicas]).toEqual([1, 1]);
+    const cluster = loadConfig({ TICKWORK_TOPIC_REPLICATION: '3' });
+    expect([cluster.topicReplicationFactor, cluster.topicMinInsyncReplicas]).toEqual([3, 2]);
+    expect(
+      loadConfig({ TICKWORK_TOPIC_REPLICATION: '3', TICKWORK_TOPIC_MIN_ISR: '3' }).topicMinInsyncReplicas,
+    ).toBe(3);
+  });
+
+  it.each([
+    [
+      { TICKWORK_TOPIC_REPLICATION: '3', TICKWORK_TOPIC_MIN_ISR: '1' },
+      'TICKWORK_TOPIC_MIN_ISR=1 with TICKWORK_TOPIC_REPLICATION=3',
+    ],
+    [
+      { TICKWORK_TOPIC_REPLICATION: '2', TICKWORK_TOPIC_MIN_ISR: '3' },
+      'TICKWORK_TOPIC_MIN_ISR=3 is more than TICKWORK_TOPIC_REPLICATION=2',
+    ],
+    [{ TICKWORK_TOPIC_MIN_ISR: '0' }, 'TICKWORK_TOPIC_MIN_ISR="0" must be an integer'],
+  ])('refuses %j naming the variable', (env, message) => {
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(() => loadConfig(env)).toThrow(message);
+  });
+});

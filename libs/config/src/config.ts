@@ -39,6 +39,11 @@ export interface TickworkConfig {
   readonly shardCount: number;
   readonly firesPartitions: number;
   readonly topicReplicationFactor: number;
+  /**
+   * min.insync.replicas of every topic: with acks=all, the brokers that hold an acknowledged fire.
+   * 2 or more whenever the replication factor is above 1 (libs/messaging replication.ts).
+   */
+  readonly topicMinInsyncReplicas: number;
   readonly api: {
     readonly host: string;
     readonly port: number;
@@ -125,6 +130,16 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
 
   const tiers = r.durationList('TICKWORK_RETRY_TIERS', ['5s', '1m', '10m']);
   const shardCount = r.int('TICKWORK_SHARDS', 12, 1, 10_000);
+  const replication = r.int('TICKWORK_TOPIC_REPLICATION', 1, 1, 10);
+  const minIsr = r.int('TICKWORK_TOPIC_MIN_ISR', Math.min(2, replication), 1, 10);
+  if (minIsr > replication)
+    r.problem(
+      `TICKWORK_TOPIC_MIN_ISR=${minIsr} is more than TICKWORK_TOPIC_REPLICATION=${replication}: no fire could ever be acknowledged`,
+    );
+  else if (replication > 1 && minIsr < 2)
+    r.problem(
+      `TICKWORK_TOPIC_MIN_ISR=${minIsr} with TICKWORK_TOPIC_REPLICATION=${replication} acknowledges a fire held by one broker only, which that broker's loss loses: use 2 or more`,
+    );
   const config: TickworkConfig = {
     instanceId: r.string('TICKWORK_INSTANCE_ID', `${hostname()}-${process.pid}`),
     databaseUrl: r.url('DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/tickwork', [
@@ -155,7 +170,8 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     },
     shardCount,
     firesPartitions: r.int('TICKWORK_FIRES_PARTITIONS', 12, 1, 10_000),
-    topicReplicationFactor: r.int('TICKWORK_TOPIC_REPLICATION', 1, 1, 10),
+    topicReplicationFactor: replication,
+    topicMinInsyncReplicas: minIsr,
     api: {
       host: r.string('TICKWORK_API_HOST', '127.0.0.1'),
       port: r.int('TICKWORK_API_PORT', 3000, 0, 65_535),

@@ -14,6 +14,7 @@ export type {
 } from './ports';
 export { createKafkaBus, isBrokerError, type KafkaConnection, type BusLogger } from './kafkajs/kafkajs-bus';
 export { tickworkTopicSpecs, provisionTopics, TopicLayoutError, type TopicLayout } from './topics';
+export { replicationLayoutProblems, type ReplicationLayout } from './replication';
 export {
   EventCodecs,
   ensureCompatibility,

@@ -123,6 +123,8 @@ export interface TopicSpec {
 export interface TopicDescription {
   readonly name: string;
   readonly partitions: number;
+  /** The fewest replicas any of its partitions has. */
+  readonly replicationFactor: number;
   readonly configs: Readonly<Record<string, string>>;
 }
 
@@ -130,6 +132,8 @@ export interface TopicAdmin {
   /** Existing topics among `names`, with partition counts and the configs asked for. */
   describeTopics(names: readonly string[], configKeys: readonly string[]): Promise<TopicDescription[]>;
   createTopics(specs: readonly TopicSpec[]): Promise<void>;
+  /** Brokers the cluster's metadata lists now (a broker that is down is not counted). */
+  brokerCount(): Promise<number>;
   alterTopicConfigs(name: string, configs: Readonly<Record<string, string>>): Promise<void>;
   /** Committed offsets and end offsets per partition: what consumer lag is made of. */
   groupLag(groupId: string, topic: string): Promise<{ partition: number; committed: string; end: string }[]>;

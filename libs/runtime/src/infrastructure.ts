@@ -49,8 +49,9 @@ export async function openMessaging(config: TickworkConfig, log?: BusLogger): Pr
       shardCount: config.shardCount,
       firesPartitions: config.firesPartitions,
       replicationFactor: config.topicReplicationFactor,
+      minInsyncReplicas: config.topicMinInsyncReplicas,
     });
-    await provisionTopics(admin, specs, config.topics.commands);
+    await provisionTopics(admin, specs, config.topics.commands, (m) => log?.('warn', m, {}));
   } finally {
     await admin.disconnect();
   }

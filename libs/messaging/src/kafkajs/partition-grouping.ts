@@ -23,6 +23,9 @@ export interface GroupingArgs<M> {
   }) => number;
 }
 
+/** Partitions per topic as the producer last saw them (send-coverage.ts checks a send's answer with it). */
+export const producerPartitionCounts = new Map<string, number>();
+
 /** The messages of one topic by partition, in their order, as kafkajs's own grouping returns them. */
 export function groupMessagesPerPartition<M>({
   topic,
@@ -32,6 +35,7 @@ export function groupMessagesPerPartition<M>({
 }: GroupingArgs<M>): Record<number, M[]> {
   const result: Record<number, M[]> = {};
   if (partitionMetadata.length === 0) return result;
+  producerPartitionCounts.set(topic, partitionMetadata.length);
   for (const message of messages) {
     const partition = partitioner({ topic, partitionMetadata, message });
     (result[partition] ??= []).push(message);
