@@ -42,3 +42,11 @@ export {
   type ErrorCode,
 } from './errors';
 export { encodePageToken, decodePageToken, pageSize } from './page-token';
+export {
+  InsightService,
+  LATENESS_WINDOWS,
+  type ClusterView,
+  type ConsumerLag,
+  type LagSource,
+  type ShardView,
+} from './insight-service';

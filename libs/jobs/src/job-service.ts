@@ -66,6 +66,12 @@ export interface JobListRequest {
   readonly tenantId?: string;
   readonly status?: string;
   readonly labels?: Readonly<Record<string, string>>;
+  /** Label values a job must not have (`env!=prod`). */
+  readonly labelsNot?: Readonly<Record<string, string>>;
+  /** Jobs whose id starts with this. */
+  readonly jobIdPrefix?: string;
+  /** `webhook` or `kafka`. */
+  readonly targetType?: string;
   readonly pageSize?: number;
   readonly pageToken?: string;
 }
@@ -132,6 +138,8 @@ export class JobService {
         ]);
       status = req.status as JobStatus;
     }
+    if (req.targetType !== undefined && req.targetType !== '' && !['webhook', 'kafka'].includes(req.targetType))
+      throw new ValidationError([{ field: 'target_type', message: 'must be one of webhook, kafka' }]);
     const limit = pageSize(req.pageSize);
     const position = decodePageToken(req.pageToken, 'jobs');
     const after = typeof position?.after === 'string' ? position.after : undefined;
@@ -139,6 +147,9 @@ export class JobService {
       tenantId,
       status,
       labels: req.labels ?? {},
+      labelsNot: req.labelsNot ?? {},
+      jobIdPrefix: req.jobIdPrefix || undefined,
+      targetType: req.targetType || undefined,
       afterJobId: after,
       limit: limit + 1,
       maxBytes: LIST_JOBS_PAGE_MAX_BYTES,

@@ -133,6 +133,12 @@ export interface JobListQuery {
   readonly tenantId?: string;
   readonly status?: JobStatus;
   readonly labels?: Readonly<Record<string, string>>;
+  /** Only jobs whose id starts with this (a range on the primary key or jobs_tenant_idx). */
+  readonly jobIdPrefix?: string;
+  /** Only jobs that do NOT have any of these label values (`env!=prod`). */
+  readonly labelsNot?: Readonly<Record<string, string>>;
+  /** Only jobs whose target is of this type (`webhook`, `kafka`). */
+  readonly targetType?: string;
   /** Only jobs whose id sorts after this one (the previous page's last). */
   readonly afterJobId?: string;
   readonly limit: number;
@@ -174,6 +180,9 @@ export class JobRepository {
                     AND ($2::text IS NULL OR status = $2)
                     AND labels @> $3::jsonb
                     AND ($4::text IS NULL OR job_id > $4)
+                    AND ($7::text IS NULL OR (job_id >= $7 AND job_id < $7 || chr(1114111)))
+                    AND ($8::text IS NULL OR target->>'type' = $8)
+                    AND NOT EXISTS (SELECT 1 FROM jsonb_each_text($9::jsonb) n WHERE labels->>n.key = n.value)
                   ORDER BY job_id
                   LIMIT $5) j
        )
@@ -185,6 +194,9 @@ export class JobRepository {
         q.afterJobId ?? null,
         q.limit,
         q.maxBytes ?? Number.MAX_SAFE_INTEGER,
+        q.jobIdPrefix || null,
+        q.targetType || null,
+        JSON.stringify(q.labelsNot ?? {}),
       ],
     );
     return { jobs: rows.map(jobFromRow), cut: rows.length > 0 && rows.length < Number(rows[0]!.fetched) };
