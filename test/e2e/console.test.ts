@@ -334,6 +334,24 @@ describe('console in a real browser', () => {
     expect(await page.locator('table.jobs tbody tr').count()).toBe(1);
   });
 
+  it('with auth off opens as the anonymous admin, under the loud banner', async () => {
+    // A second API on the same database with no tokens configured: the laptop default.
+    const open = startApp(
+      'api',
+      iso.env({ TICKWORK_GRPC_PORT: String(await freePort()) }),
+      await freePort(),
+    );
+    apps.push(open);
+    await open.ready();
+    await page.goto(`${open.url}/console/#/jobs`);
+    await page.getByRole('alert').filter({ hasText: 'AUTH IS OFF' }).waitFor();
+    await page.getByRole('heading', { name: 'Jobs (all tenants)' }).waitFor();
+    await page.locator('table.jobs tbody tr', { hasText: 'globex-secret' }).waitFor();
+    expect(await page.getByRole('button', { name: 'Sign out' }).count()).toBe(0);
+    await shot('auth-off');
+    await open.stop();
+  });
+
   it('is usable from the keyboard, labels every input, and logged no browser errors', async () => {
     await page.goto(console$('#/jobs'));
     await page.reload();

@@ -134,6 +134,8 @@ export async function call<T>(
     res = await fetch(path, {
       method,
       headers,
+      // The job's ETag names its definition's version, not its last run or next fire: never reuse a cached answer.
+      cache: 'no-store',
       body: opts.body !== undefined ? JSON.stringify(opts.body) : undefined,
     });
   } catch (e) {
@@ -167,7 +169,7 @@ export function qs(params: Record<string, string | number | undefined | null>): 
 export function describeError(e: unknown): string {
   if (e instanceof ApiError) {
     const v = e.violations.map((x) => `${x.field}: ${x.message}`).join('; ');
-    return `${e.code}: ${e.message}${v ? ` (${v})` : ''}`;
+    return v ? `${e.code}: ${v}` : `${e.code}: ${e.message}`;
   }
   return e instanceof Error ? e.message : String(e);
 }

@@ -169,6 +169,21 @@ export function formatInZone(iso: string, timeZone: string, withSeconds = true):
   }
 }
 
+/** "Thu 04:00" in a zone: the weekday tells when the other zone's date differs. */
+export function shortInZone(iso: string, timeZone: string): string {
+  try {
+    return new Intl.DateTimeFormat('en-GB', {
+      timeZone,
+      weekday: 'short',
+      hour: '2-digit',
+      minute: '2-digit',
+      hourCycle: 'h23',
+    }).format(new Date(iso));
+  } catch {
+    return iso;
+  }
+}
+
 /** The viewer's own zone. */
 export function viewerZone(): string {
   return Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
@@ -245,7 +260,10 @@ export function dstNote(
   fire: { at: string; local_time: string; time_zone: string; shifted_from?: string },
   dstRepeat: string | undefined,
 ): string | null {
-  if (fire.shifted_from) return `shifted by the spring-forward gap (wall time ${fire.shifted_from} does not exist)`;
+  if (fire.shifted_from) {
+    const wallTime = /T(\d\d:\d\d)/.exec(fire.shifted_from)?.[1] ?? fire.shifted_from;
+    return `shifted by the spring-forward gap (${wallTime} does not exist that night)`;
+  }
   const at = new Date(fire.at).getTime();
   const wall = (t: number): string => formatInZone(new Date(t).toISOString(), fire.time_zone);
   for (const step of [3_600_000, 1_800_000]) {
@@ -258,6 +276,24 @@ export function dstNote(
     return `fall-back: ${time} happens twice; this is the first, second ${time} skipped`;
   }
   return null;
+}
+
+/** A retry policy in words: "5 attempts, backoff 1 s ×2 up to 10 min, events older than 1 day dropped". */
+export function retryInWords(retry: Json | undefined): string {
+  if (!retry || typeof retry !== 'object' || Array.isArray(retry)) return 'default';
+  const r = retry as Record<string, Json>;
+  const n = (k: string): number | null => (typeof r[k] === 'number' ? (r[k] as number) : null);
+  const parts: string[] = [];
+  const attempts = n('max_attempts');
+  if (attempts !== null) parts.push(attempts === 1 ? 'no retries (1 attempt)' : `${attempts} attempts`);
+  const first = n('initial_backoff_ms');
+  if (first !== null && attempts !== 1)
+    parts.push(
+      `backoff ${durationInWords(first)}${n('multiplier') !== null ? ` ×${n('multiplier')}` : ''}${n('max_backoff_ms') !== null ? ` up to ${durationInWords(n('max_backoff_ms')!)}` : ''}`,
+    );
+  const age = n('max_event_age_ms');
+  if (age !== null) parts.push(`given up after ${durationInWords(age)}`);
+  return parts.join(', ') || 'default';
 }
 
 /** "team=data, env=prod". */

@@ -2,6 +2,7 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, call, describeError, session, type Whoami } from './api';
+import { viewerZone } from './format';
 import { navigate, useRoute, type Ctx } from './ui';
 import { ClusterView } from './views/cluster';
 import { DeadLettersView } from './views/dead-letters';
@@ -138,6 +139,9 @@ function Shell(props: { me: Whoami; onSignOut: () => void }) {
               tenant <strong>{me.tenant_id}</strong>
             </span>
           )}
+          <span class="actor" title="times marked 'yours' are in this zone">
+            your zone {viewerZone()}
+          </span>
           <span class="actor" title="signed in as">
             {me.actor} · {me.role}
           </span>

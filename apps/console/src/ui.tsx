@@ -2,7 +2,7 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { describeError, type Whoami } from './api';
-import { formatInZone, relative, viewerZone } from './format';
+import { formatInZone, relative, shortInZone, viewerZone } from './format';
 
 /** What every view knows: who is signed in, and the tenant chosen (null: all, for an admin). */
 export interface Ctx {
@@ -51,9 +51,9 @@ export function When(props: { iso: string | null | undefined; zone?: string; com
         {formatInZone(props.iso, zone, !props.compact)} <span class="zone">{zone}</span>
       </time>
       {mine !== zone && (
-        <span class="muted small">
+        <span class="muted small" title={`${formatInZone(props.iso, mine)} ${mine}`}>
           {' '}
-          · {formatInZone(props.iso, mine, false).slice(-5)} your time ({mine})
+          · {shortInZone(props.iso, mine)} yours
         </span>
       )}
       <span class="rel"> {relative(props.iso)}</span>

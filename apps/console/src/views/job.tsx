@@ -1,7 +1,7 @@
 /** Job: its definition, upcoming fires (with DST marks), the occurrence ledger, its runs and actions. */
 import { useState } from 'preact/hooks';
 import { ApiError, call, describeError, qs, type Job, type Occurrence, type PreviewFire, type Run } from '../api';
-import { dstNote, labelsText, maskTarget, millisBetween, ms, scheduleInWords, scheduleRaw } from '../format';
+import { dstNote, labelsText, maskTarget, millisBetween, ms, retryInWords, scheduleInWords, scheduleRaw } from '../format';
 import { Badge, Confirm, ErrorBox, navigate, Notice, useLoad, When, type Ctx } from '../ui';
 
 type Action = 'pause' | 'resume' | 'trigger' | 'delete';
@@ -28,7 +28,7 @@ function Definition(props: { job: Job }) {
     ['Misfire', `${String(p.misfire ?? 'FIRE_ONCE')}${p.catch_up_window_ms ? `, catch-up window ${ms(Number(p.catch_up_window_ms))}` : ''}`],
     ['Overlap', String(p.overlap ?? 'ALLOW')],
     ['Jitter', ms(Number(p.jitter_ms ?? 0))],
-    ['Retry', JSON.stringify(p.retry ?? {})],
+    ['Retry', retryInWords(p.retry)],
     ['Labels', labelsText(job.labels) || '—'],
     ['Tenant · shard · fence', `${job.tenant_id} · shard ${job.shard} · fence token ${job.fence_token}`],
     ['Version', `${job.etag} (updated ${new Date(job.updated_at).toISOString()})`],

@@ -1,5 +1,5 @@
 /** Jobs: the table, with search, filters, server paging and bulk actions. */
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { call, describeError, qs, type Job } from '../api';
 import { scheduleInWords, scheduleRaw } from '../format';
 import { Badge, Confirm, ErrorBox, jobHref, navigate, Notice, useLoad, When, type Ctx } from '../ui';
@@ -23,6 +23,12 @@ export function JobsView(props: { ctx: Ctx; params: URLSearchParams }) {
   const [pending, setPending] = useState<Bulk | null>(null);
   const [notice, setNotice] = useState<{ text: string; kind: 'ok' | 'bad' } | null>(null);
   const pageSize = 25;
+  // The address is the truth: a link or Back that changes the filters resets the form and the paging.
+  useEffect(() => {
+    setDraft(filter);
+    setTokens(['']);
+    setSelected(new Set());
+  }, [params.toString()]);
   const list = useLoad(
     () =>
       call<{ jobs: Job[]; next_page_token: string }>(

@@ -172,7 +172,7 @@ export function LatenessView(props: { ctx: Ctx; params: URLSearchParams }) {
           <section class="card">
             <h2>
               p50 <span class="key p50">■</span> and p99 <span class="key p99">■</span> per{' '}
-              {window === 'hour' ? '5 minutes' : 'hour'}
+              {window === 'hour' ? '5 minutes' : 'hour'} <span class="muted small">(times in your zone)</span>
             </h2>
             {d.counts.fired === 0 ? <p class="empty">No runs in this window yet: lateness appears once jobs fire.</p> : <Chart data={d} />}
           </section>
