@@ -20,5 +20,11 @@ await build({
   outdir: out,
   logLevel: 'warning',
 });
-await build({ entryPoints: { app: join(here, 'src', 'app.css') }, bundle: true, minify: true, outdir: out, logLevel: 'warning' });
+await build({
+  entryPoints: { app: join(here, 'src', 'app.css') },
+  bundle: true,
+  minify: true,
+  outdir: out,
+  logLevel: 'warning',
+});
 copyFileSync(join(here, 'index.html'), join(out, 'index.html'));

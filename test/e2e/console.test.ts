@@ -88,7 +88,10 @@ describe('console in a real browser', () => {
     page.on('console', (m) => {
       // Chromium logs every non-2xx fetch as "Failed to load resource"; the 400s, 401s and 404s
       // this test provokes on purpose are answers the console shows, not errors of the console.
-      if (m.type() === 'error' && !/Failed to load resource: the server responded with a status of 4\d\d/.test(m.text()))
+      if (
+        m.type() === 'error' &&
+        !/Failed to load resource: the server responded with a status of 4\d\d/.test(m.text())
+      )
         browserErrors.push(m.text());
     });
   }, 180_000);
@@ -132,7 +135,11 @@ describe('console in a real browser', () => {
 
     await page.getByLabel('Cron expression').fill('0 9 * * MON-FRI');
     const previewFires = page.locator('.preview ol.fires li');
-    await eventually('the preview of 10 fires', async () => ((await previewFires.count()) === 10 ? true : undefined), 15_000);
+    await eventually(
+      'the preview of 10 fires',
+      async () => ((await previewFires.count()) === 10 ? true : undefined),
+      15_000,
+    );
     expect(await page.locator('.preview').textContent()).toContain('at 09:00 on weekdays, Europe/London');
     expect(await previewFires.first().textContent()).toMatch(/09:00 Europe\/London/);
     await shot('create');
@@ -146,13 +153,24 @@ describe('console in a real browser', () => {
   it('triggers it and shows the run and the occurrence; pauses it', async () => {
     await page.getByRole('button', { name: 'Trigger now' }).click();
     await page.getByRole('status').filter({ hasText: 'Triggered' }).waitFor();
-    await eventually('the webhook call', () => (receiver.calls.some((c) => c.path === '/hook') ? true : undefined), 30_000);
+    await eventually(
+      'the webhook call',
+      () => (receiver.calls.some((c) => c.path === '/hook') ? true : undefined),
+      30_000,
+    );
     await eventually(
       'the run to show as SUCCEEDED',
       async () => {
         await page.getByRole('button', { name: 'Refresh' }).click();
         await page.waitForLoadState('networkidle');
-        return (await page.locator('#run-1').textContent().catch(() => ''))?.includes('SUCCEEDED') ? true : undefined;
+        return (
+          await page
+            .locator('#run-1')
+            .textContent()
+            .catch(() => '')
+        )?.includes('SUCCEEDED')
+          ? true
+          : undefined;
       },
       30_000,
       500,
@@ -195,7 +213,11 @@ describe('console in a real browser', () => {
     await page.getByLabel('Status').selectOption('PAUSED');
     await page.getByRole('button', { name: 'Apply' }).click();
     const rows = page.locator('table.jobs tbody tr');
-    await eventually('3 paused team=data jobs', async () => ((await rows.count()) === 3 ? true : undefined), 15_000);
+    await eventually(
+      '3 paused team=data jobs',
+      async () => ((await rows.count()) === 3 ? true : undefined),
+      15_000,
+    );
     await page.getByLabel('Select every job on this page').check();
     await page.getByRole('button', { name: 'Resume', exact: true }).click();
     const dialog = page.getByRole('dialog');
@@ -212,7 +234,9 @@ describe('console in a real browser', () => {
     await page.getByLabel('Labels').fill('team=data,env!=prod');
     await page.getByRole('button', { name: 'Apply' }).click();
     await eventually('only nightly-report', async () =>
-      (await rows.count()) === 1 && (await rows.first().textContent())?.includes('nightly-report') ? true : undefined,
+      (await rows.count()) === 1 && (await rows.first().textContent())?.includes('nightly-report')
+        ? true
+        : undefined,
     );
     await page.goto(console$('#/jobs'));
     await eventually('all 4 jobs', async () => ((await rows.count()) === 4 ? true : undefined));
@@ -289,14 +313,21 @@ describe('console in a real browser', () => {
         dst_gap: 'SHIFT',
         start_at: '2027-03-25T00:00:00Z',
       },
-      target: { type: 'webhook', url: receiver.url('/hook'), headers: { authorization: 'Bearer s3cret-value' } },
+      target: {
+        type: 'webhook',
+        url: receiver.url('/hook'),
+        headers: { authorization: 'Bearer s3cret-value' },
+      },
       payload: { nested: { a: 1, b: [1, 2, 3] } },
     });
     expect(created.status).toBe(201);
     await page.goto(console$('#/jobs/dst-demo'));
     await page.locator('li.dst .dst-note').first().waitFor();
     expect(await page.locator('li.dst').first().textContent()).toContain('spring-forward gap');
-    const definition = await page.locator('section', { hasText: 'Target (secrets masked)' }).first().textContent();
+    const definition = await page
+      .locator('section', { hasText: 'Target (secrets masked)' })
+      .first()
+      .textContent();
     expect(definition).not.toContain('s3cret-value');
     expect(definition).toContain('••••••');
     await shot('job-dst');
@@ -336,11 +367,7 @@ describe('console in a real browser', () => {
 
   it('with auth off opens as the anonymous admin, under the loud banner', async () => {
     // A second API on the same database with no tokens configured: the laptop default.
-    const open = startApp(
-      'api',
-      iso.env({ TICKWORK_GRPC_PORT: String(await freePort()) }),
-      await freePort(),
-    );
+    const open = startApp('api', iso.env({ TICKWORK_GRPC_PORT: String(await freePort()) }), await freePort());
     apps.push(open);
     await open.ready();
     await page.goto(`${open.url}/console/#/jobs`);
@@ -357,23 +384,27 @@ describe('console in a real browser', () => {
     await page.reload();
     await page.locator('table.jobs').waitFor();
     await page.keyboard.press('Tab');
-    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to content');
+    // Expressions run in the page (the test's own tsconfig has no DOM types).
+    expect(await page.evaluate('document.activeElement?.textContent')).toBe('Skip to content');
     await page.keyboard.press('Enter');
     // Tab order then runs through the filters in reading order.
     for (const _ of [1, 2, 3]) await page.keyboard.press('Tab');
-    expect(await page.evaluate(() => document.activeElement?.id)).toBeTruthy();
-    for (const view of ['#/jobs', '#/new', '#/dead-letters', '#/lateness', '#/cluster', '#/jobs/nightly-report']) {
+    expect(await page.evaluate('document.activeElement?.id')).toBeTruthy();
+    for (const view of [
+      '#/jobs',
+      '#/new',
+      '#/dead-letters',
+      '#/lateness',
+      '#/cluster',
+      '#/jobs/nightly-report',
+    ]) {
       await page.goto(console$(view));
       await page.waitForLoadState('networkidle');
-      const unlabelled = await page.evaluate(() =>
+      const unlabelled = await page.evaluate(`
         [...document.querySelectorAll('input, select, textarea')]
-          .filter((el) => (el as HTMLInputElement).type !== 'hidden')
-          .filter((el) => {
-            const i = el as HTMLInputElement;
-            return (i.labels?.length ?? 0) === 0 && !i.getAttribute('aria-label');
-          })
-          .map((el) => el.outerHTML.slice(0, 80)),
-      );
+          .filter((el) => el.type !== 'hidden')
+          .filter((el) => (el.labels?.length ?? 0) === 0 && !el.getAttribute('aria-label'))
+          .map((el) => el.outerHTML.slice(0, 80))`);
       expect({ view, unlabelled }).toEqual({ view, unlabelled: [] });
     }
     expect(browserErrors).toEqual([]);

@@ -152,7 +152,12 @@ export async function call<T>(
   }
   if (!res.ok) {
     const b = (body ?? {}) as { error?: string; message?: string; violations?: Violation[] };
-    throw new ApiError(res.status, b.error ?? `HTTP ${res.status}`, b.message ?? res.statusText, b.violations ?? []);
+    throw new ApiError(
+      res.status,
+      b.error ?? `HTTP ${res.status}`,
+      b.message ?? res.statusText,
+      b.violations ?? [],
+    );
   }
   return { body: body as T, headers: res.headers };
 }
@@ -160,7 +165,8 @@ export async function call<T>(
 /** A query string from the defined, non-empty values. */
 export function qs(params: Record<string, string | number | undefined | null>): string {
   const u = new URLSearchParams();
-  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== '') u.set(k, String(v));
+  for (const [k, v] of Object.entries(params))
+    if (v !== undefined && v !== null && v !== '') u.set(k, String(v));
   const s = u.toString();
   return s ? `?${s}` : '';
 }

@@ -26,7 +26,11 @@ function SignIn(props: { onSignedIn: (w: Whoami) => void; reason: string | null 
       session.token = token;
       props.onSignedIn(body);
     } catch (err) {
-      setError(err instanceof ApiError && err.status === 401 ? 'That token is not known to the API.' : describeError(err));
+      setError(
+        err instanceof ApiError && err.status === 401
+          ? 'That token is not known to the API.'
+          : describeError(err),
+      );
     } finally {
       setBusy(false);
     }
@@ -53,7 +57,9 @@ function SignIn(props: { onSignedIn: (w: Whoami) => void; reason: string | null 
         <button type="submit" class="primary" disabled={busy}>
           Sign in
         </button>
-        <p class="hint">The token is kept for this browser tab only (sessionStorage) and sent as Authorization: Bearer.</p>
+        <p class="hint">
+          The token is kept for this browser tab only (sessionStorage) and sent as Authorization: Bearer.
+        </p>
       </form>
     </main>
   );
@@ -95,8 +101,8 @@ function Shell(props: { me: Whoami; onSignOut: () => void }) {
       </a>
       {me.auth === 'off' && (
         <div class="banner" role="alert">
-          AUTH IS OFF: no API tokens are configured, so every caller is an anonymous ADMIN that sees every tenant. Fine on a
-          laptop; configure TICKWORK_TENANTS_FILE anywhere else.
+          AUTH IS OFF: no API tokens are configured, so every caller is an anonymous ADMIN that sees every
+          tenant. Fine on a laptop; configure TICKWORK_TENANTS_FILE anywhere else.
         </div>
       )}
       <header class="top">

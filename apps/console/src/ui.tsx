@@ -18,7 +18,10 @@ export interface Route {
 function parseHash(): Route {
   const raw = location.hash.replace(/^#\/?/, '');
   const [path = '', query = ''] = raw.split('?');
-  return { parts: path.split('/').filter(Boolean).map(decodeURIComponent), params: new URLSearchParams(query) };
+  return {
+    parts: path.split('/').filter(Boolean).map(decodeURIComponent),
+    params: new URLSearchParams(query),
+  };
 }
 
 /** The current hash route, re-rendered on navigation. */
@@ -125,7 +128,10 @@ export function Confirm(props: {
 }
 
 /** Loads something when its key changes; `reload` loads again. */
-export function useLoad<T>(load: () => Promise<T>, key: unknown[]): {
+export function useLoad<T>(
+  load: () => Promise<T>,
+  key: unknown[],
+): {
   data: T | undefined;
   error: unknown;
   loading: boolean;

@@ -138,7 +138,11 @@ export class JobService {
         ]);
       status = req.status as JobStatus;
     }
-    if (req.targetType !== undefined && req.targetType !== '' && !['webhook', 'kafka'].includes(req.targetType))
+    if (
+      req.targetType !== undefined &&
+      req.targetType !== '' &&
+      !['webhook', 'kafka'].includes(req.targetType)
+    )
       throw new ValidationError([{ field: 'target_type', message: 'must be one of webhook, kafka' }]);
     const limit = pageSize(req.pageSize);
     const position = decodePageToken(req.pageToken, 'jobs');

@@ -103,7 +103,8 @@ export class JobsController {
       pageToken: one(q, 'page_token'),
     });
     // The console's table shows each job's last outcome: one indexed probe per job of the page.
-    const lastRuns = include === 'last_run' ? await this.history.lastRuns(page.jobs.map((j) => j.jobId)) : null;
+    const lastRuns =
+      include === 'last_run' ? await this.history.lastRuns(page.jobs.map((j) => j.jobId)) : null;
     return {
       jobs: page.jobs.map((j) => (lastRuns ? jobJson(j, lastRuns.get(j.jobId) ?? null) : jobJson(j))),
       next_page_token: page.nextPageToken,

@@ -20,7 +20,8 @@ interface Cluster {
   observed_at: string;
 }
 
-const secs = (s: number): string => (s <= 0 ? '—' : s < 60 ? `${s.toFixed(1)} s` : `${(s / 60).toFixed(1)} min`);
+const secs = (s: number): string =>
+  s <= 0 ? '—' : s < 60 ? `${s.toFixed(1)} s` : `${(s / 60).toFixed(1)} min`;
 
 export function ClusterView(props: { ctx: Ctx }) {
   const c = useLoad(() => call<Cluster>('GET', '/v1/cluster').then((r) => r.body), [props.ctx.me.actor]);
@@ -33,13 +34,21 @@ export function ClusterView(props: { ctx: Ctx }) {
   return (
     <section aria-labelledby="cluster-title">
       <h1 id="cluster-title">Cluster</h1>
-      <p class="muted">Refreshes every 5 s{d ? `; observed ${new Date(d.observed_at).toISOString()}` : ''}.</p>
+      <p class="muted">
+        Refreshes every 5 s{d ? `; observed ${new Date(d.observed_at).toISOString()}` : ''}.
+      </p>
       <ErrorBox error={c.error} />
       {d && (
         <>
           <div class="cards">
             <div class="stat">
-              <span class="n">{d.shards.filter((s) => s.owner && s.lease_expires_at && new Date(s.lease_expires_at).getTime() > now).length}</span>
+              <span class="n">
+                {
+                  d.shards.filter(
+                    (s) => s.owner && s.lease_expires_at && new Date(s.lease_expires_at).getTime() > now,
+                  ).length
+                }
+              </span>
               <span>of {d.shards.length} shards owned</span>
             </div>
             <div class="stat">

@@ -46,7 +46,9 @@ export function DeadLettersView(props: { ctx: Ctx }) {
   return (
     <section aria-labelledby="dlq-title">
       <h1 id="dlq-title">Dead letters{ctx.tenant ? ` of ${ctx.tenant}` : ''}</h1>
-      <p class="muted">Fires whose every attempt failed. Replaying one fires it again with a new fence token.</p>
+      <p class="muted">
+        Fires whose every attempt failed. Replaying one fires it again with a new fence token.
+      </p>
       <form
         class="filters"
         role="search"
@@ -65,7 +67,12 @@ export function DeadLettersView(props: { ctx: Ctx }) {
       </form>
       <div class="bulk">
         <span>{selected.size ? `${selected.size} selected` : 'Select dead letters to replay several'}</span>
-        <button type="button" class="primary" disabled={selected.size === 0} onClick={() => setConfirming([...selected])}>
+        <button
+          type="button"
+          class="primary"
+          disabled={selected.size === 0}
+          onClick={() => setConfirming([...selected])}
+        >
           Replay selected
         </button>
       </div>
@@ -80,7 +87,9 @@ export function DeadLettersView(props: { ctx: Ctx }) {
                   type="checkbox"
                   aria-label="Select every replayable dead letter on this page"
                   checked={allSelected}
-                  onChange={() => setSelected(allSelected ? new Set() : new Set(replayable.map((d) => d.fire_id)))}
+                  onChange={() =>
+                    setSelected(allSelected ? new Set() : new Set(replayable.map((d) => d.fire_id)))
+                  }
                 />
               </th>
               <th scope="col">Fire</th>
@@ -129,7 +138,11 @@ export function DeadLettersView(props: { ctx: Ctx }) {
                   {d.replay_fire_id ? (
                     <span class="muted small">replayed as {d.replay_fire_id}</span>
                   ) : (
-                    <button type="button" onClick={() => setConfirming([d.fire_id])} aria-label={`Replay ${d.fire_id}`}>
+                    <button
+                      type="button"
+                      onClick={() => setConfirming([d.fire_id])}
+                      aria-label={`Replay ${d.fire_id}`}
+                    >
                       Replay
                     </button>
                   )}
@@ -139,7 +152,10 @@ export function DeadLettersView(props: { ctx: Ctx }) {
           </tbody>
         </table>
         {!list.loading && rows.length === 0 && !list.error && (
-          <p class="empty">No dead letters{jobFilter ? ` for ${jobFilter}` : ''}: every fire either succeeded or is still retrying.</p>
+          <p class="empty">
+            No dead letters{jobFilter ? ` for ${jobFilter}` : ''}: every fire either succeeded or is still
+            retrying.
+          </p>
         )}
       </div>
       <nav class="pager" aria-label="Pages">

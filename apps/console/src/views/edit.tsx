@@ -1,6 +1,15 @@
 /** Create / edit a job: every schedule kind, per-field messages from the API's violations, a live preview. */
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, call, describeError, type Job, type Json, type PreviewFire, type Schedule, type Violation } from '../api';
+import {
+  ApiError,
+  call,
+  describeError,
+  type Job,
+  type Json,
+  type PreviewFire,
+  type Schedule,
+  type Violation,
+} from '../api';
 import { dstNote, labelsText, parseLabels, scheduleInWords } from '../format';
 import { ErrorBox, jobHref, navigate, useLoad, When, type Ctx } from '../ui';
 
@@ -72,7 +81,8 @@ function blank(tenant: string | null): Form {
   };
 }
 
-const str = (v: Json | undefined): string => (v === undefined || v === null ? '' : typeof v === 'string' ? v : JSON.stringify(v));
+const str = (v: Json | undefined): string =>
+  v === undefined || v === null ? '' : typeof v === 'string' ? v : JSON.stringify(v);
 
 function fromJob(j: Job): Form {
   const s = j.schedule;
@@ -114,10 +124,19 @@ const numberish = (v: string): Json => (/^-?\d+(\.\d+)?$/.test(v.trim()) ? Numbe
 
 function scheduleOf(f: Form): Schedule {
   const opt = (o: Record<string, Json>) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== ''));
-  const common = opt({ start_at: f.start_at, end_at: f.end_at, max_fires: f.max_fires ? numberish(f.max_fires) : '' });
+  const common = opt({
+    start_at: f.start_at,
+    end_at: f.end_at,
+    max_fires: f.max_fires ? numberish(f.max_fires) : '',
+  });
   if (f.kind === 'once') return { kind: 'once', at: f.at };
   if (f.kind === 'interval')
-    return { kind: 'interval', every_ms: numberish(f.every_ms) as number, ...opt({ anchor: f.anchor }), ...common };
+    return {
+      kind: 'interval',
+      every_ms: numberish(f.every_ms) as number,
+      ...opt({ anchor: f.anchor }),
+      ...common,
+    };
   return {
     kind: 'cron',
     expression: f.expression,
@@ -198,7 +217,8 @@ function Field(props: {
   const mine = props.errors.filter((v) => covers(props.api, v.field));
   const errId = `err-${id}`;
   const hintId = `hint-${id}`;
-  const describedBy = [mine.length ? errId : '', props.hint ? hintId : ''].filter(Boolean).join(' ') || undefined;
+  const describedBy =
+    [mine.length ? errId : '', props.hint ? hintId : ''].filter(Boolean).join(' ') || undefined;
   const common = {
     id: `f-${id}`,
     name: id,
@@ -220,7 +240,14 @@ function Field(props: {
       ) : props.textarea ? (
         <textarea {...common} rows={4} value={value} onInput={onInput} spellcheck={false} />
       ) : (
-        <input {...common} type={props.type ?? 'text'} list={props.list} value={value} onInput={onInput} required={props.required} />
+        <input
+          {...common}
+          type={props.type ?? 'text'}
+          list={props.list}
+          value={value}
+          onInput={onInput}
+          required={props.required}
+        />
       )}
       {props.hint && (
         <p class="hint" id={hintId}>
@@ -245,7 +272,10 @@ function fieldsShown(f: Form, creating: boolean, admin: boolean): string[] {
         ? ['every_ms', 'anchor']
         : ['at'];
   if (f.kind !== 'once') schedule.push('start_at', 'end_at', 'max_fires');
-  const target = f.target_type === 'webhook' ? ['type', 'url', 'method', 'timeout_ms', 'headers'] : ['type', 'topic', 'key', 'headers'];
+  const target =
+    f.target_type === 'webhook'
+      ? ['type', 'url', 'method', 'timeout_ms', 'headers']
+      : ['type', 'topic', 'key', 'headers'];
   return [
     ...(creating ? ['job_id'] : []),
     ...(creating && admin ? ['tenant_id'] : []),
@@ -273,7 +303,9 @@ function Preview(props: { schedule: Schedule; dstRepeat: string }) {
     let live = true;
     // Debounced: the preview follows typing without a request per key stroke.
     const timer = setTimeout(() => {
-      call<{ fires: PreviewFire[] }>('POST', '/v1/schedules/preview', { body: { schedule: props.schedule, count: 10 } })
+      call<{ fires: PreviewFire[] }>('POST', '/v1/schedules/preview', {
+        body: { schedule: props.schedule, count: 10 },
+      })
         .then((r) => live && setState({ fires: r.body.fires }))
         .catch((e: unknown) => live && setState({ error: e }));
     }, 300);
@@ -310,7 +342,10 @@ export function EditView(props: { ctx: Ctx; jobId?: string }) {
   const { ctx, jobId } = props;
   const creating = !jobId;
   const existing = useLoad(
-    () => (jobId ? call<Job>('GET', `/v1/jobs/${encodeURIComponent(jobId)}`).then((r) => r.body) : Promise.resolve(null)),
+    () =>
+      jobId
+        ? call<Job>('GET', `/v1/jobs/${encodeURIComponent(jobId)}`).then((r) => r.body)
+        : Promise.resolve(null),
     [jobId],
   );
   const [form, setForm] = useState<Form>(() => blank(ctx.tenant));
@@ -343,7 +378,9 @@ export function EditView(props: { ctx: Ctx; jobId?: string }) {
     } catch (err) {
       if (err instanceof ApiError && err.violations.length) setErrors([...err.violations]);
       else if (err instanceof ApiError && err.status === 412)
-        setFailure(new Error('Someone changed this job since you opened the form; reload to edit their version.'));
+        setFailure(
+          new Error('Someone changed this job since you opened the form; reload to edit their version.'),
+        );
       else setFailure(err);
     } finally {
       setBusy(false);
@@ -363,7 +400,12 @@ export function EditView(props: { ctx: Ctx; jobId?: string }) {
       </p>
       <h1 id="edit-title">{creating ? 'New job' : `Edit ${jobId}`}</h1>
       <div class="edit-grid">
-        <form onSubmit={submit} class="card job-form" noValidate aria-describedby={errors.length ? 'form-errors' : undefined}>
+        <form
+          onSubmit={submit}
+          class="card job-form"
+          noValidate
+          aria-describedby={errors.length ? 'form-errors' : undefined}
+        >
           {errors.length > 0 && (
             <div class="error-box" role="alert" id="form-errors">
               The API refused the job: {errors.length} field{errors.length === 1 ? '' : 's'} to fix.
@@ -381,9 +423,24 @@ export function EditView(props: { ctx: Ctx; jobId?: string }) {
           <ErrorBox error={failure} />
           <fieldset>
             <legend>Job</legend>
-            {creating && <Field {...f} id="job_id" api="job_id" label="Job id" hint="Optional: a UUID is generated when empty." />}
+            {creating && (
+              <Field
+                {...f}
+                id="job_id"
+                api="job_id"
+                label="Job id"
+                hint="Optional: a UUID is generated when empty."
+              />
+            )}
             {creating && ctx.me.role === 'admin' && (
-              <Field {...f} id="tenant_id" api="tenant_id" label="Tenant" hint="Empty: default." list="known-tenants" />
+              <Field
+                {...f}
+                id="tenant_id"
+                api="tenant_id"
+                label="Tenant"
+                hint="Empty: default."
+                list="known-tenants"
+              />
             )}
             <Field {...f} id="labels" api="labels" label="Labels" hint="key=value, comma-separated" />
           </fieldset>
@@ -405,7 +462,13 @@ export function EditView(props: { ctx: Ctx; jobId?: string }) {
             </div>
             {form.kind === 'cron' && (
               <>
-                <Field {...f} id="expression" api="schedule.expression" label="Cron expression" hint="minute hour day-of-month month day-of-week, e.g. 0 9 * * MON-FRI" />
+                <Field
+                  {...f}
+                  id="expression"
+                  api="schedule.expression"
+                  label="Cron expression"
+                  hint="minute hour day-of-month month day-of-week, e.g. 0 9 * * MON-FRI"
+                />
                 <Field {...f} id="time_zone" api="schedule.time_zone" label="Time zone" list="zones" />
                 <datalist id="zones">
                   {ZONES.map((z) => (
@@ -413,18 +476,44 @@ export function EditView(props: { ctx: Ctx; jobId?: string }) {
                   ))}
                 </datalist>
                 <div class="row">
-                  <Field {...f} id="dst_gap" api="schedule.dst_gap" label="Spring-forward gap" options={['AUTO', 'SHIFT', 'SKIP']} />
-                  <Field {...f} id="dst_repeat" api="schedule.dst_repeat" label="Fall-back repeat" options={['AUTO', 'FIRST', 'LAST', 'BOTH']} />
+                  <Field
+                    {...f}
+                    id="dst_gap"
+                    api="schedule.dst_gap"
+                    label="Spring-forward gap"
+                    options={['AUTO', 'SHIFT', 'SKIP']}
+                  />
+                  <Field
+                    {...f}
+                    id="dst_repeat"
+                    api="schedule.dst_repeat"
+                    label="Fall-back repeat"
+                    options={['AUTO', 'FIRST', 'LAST', 'BOTH']}
+                  />
                 </div>
               </>
             )}
             {form.kind === 'interval' && (
               <>
-                <Field {...f} id="every_ms" api="schedule.every_ms" label="Every (milliseconds)" hint="60000 = every minute" />
+                <Field
+                  {...f}
+                  id="every_ms"
+                  api="schedule.every_ms"
+                  label="Every (milliseconds)"
+                  hint="60000 = every minute"
+                />
                 <Field {...f} id="anchor" api="schedule.anchor" label="Anchor (optional, ISO-8601)" />
               </>
             )}
-            {form.kind === 'once' && <Field {...f} id="at" api="schedule.at" label="At (ISO-8601, UTC)" hint="e.g. 2026-12-01T09:00:00Z" />}
+            {form.kind === 'once' && (
+              <Field
+                {...f}
+                id="at"
+                api="schedule.at"
+                label="At (ISO-8601, UTC)"
+                hint="e.g. 2026-12-01T09:00:00Z"
+              />
+            )}
             {form.kind !== 'once' && (
               <div class="row">
                 <Field {...f} id="start_at" api="schedule.start_at" label="Start at (optional)" />
@@ -447,8 +536,20 @@ export function EditView(props: { ctx: Ctx; jobId?: string }) {
               <>
                 <Field {...f} id="url" api="target.url" label="URL" type="url" />
                 <div class="row">
-                  <Field {...f} id="method" api="target.method" label="Method" options={['POST', 'PUT', 'PATCH', 'GET', 'DELETE']} />
-                  <Field {...f} id="timeout_ms" api="target.timeout_ms" label="Timeout (ms)" hint="empty: 10000" />
+                  <Field
+                    {...f}
+                    id="method"
+                    api="target.method"
+                    label="Method"
+                    options={['POST', 'PUT', 'PATCH', 'GET', 'DELETE']}
+                  />
+                  <Field
+                    {...f}
+                    id="timeout_ms"
+                    api="target.timeout_ms"
+                    label="Timeout (ms)"
+                    hint="empty: 10000"
+                  />
                 </div>
               </>
             ) : (
@@ -457,7 +558,13 @@ export function EditView(props: { ctx: Ctx; jobId?: string }) {
                 <Field {...f} id="key" api="target.key" label="Key (optional)" />
               </>
             )}
-            <Field {...f} id="headers" api="target.headers" label="Headers (JSON object, optional)" textarea />
+            <Field
+              {...f}
+              id="headers"
+              api="target.headers"
+              label="Headers (JSON object, optional)"
+              textarea
+            />
           </fieldset>
           <fieldset>
             <legend>Payload</legend>
@@ -466,13 +573,36 @@ export function EditView(props: { ctx: Ctx; jobId?: string }) {
           <fieldset>
             <legend>Policies</legend>
             <div class="row">
-              <Field {...f} id="misfire" api="policies.misfire" label="Misfire" options={['FIRE_ONCE', 'FIRE_ALL', 'SKIP']} />
-              <Field {...f} id="overlap" api="policies.overlap" label="Overlap" options={['ALLOW', 'FORBID']} />
+              <Field
+                {...f}
+                id="misfire"
+                api="policies.misfire"
+                label="Misfire"
+                options={['FIRE_ONCE', 'FIRE_ALL', 'SKIP']}
+              />
+              <Field
+                {...f}
+                id="overlap"
+                api="policies.overlap"
+                label="Overlap"
+                options={['ALLOW', 'FORBID']}
+              />
               <Field {...f} id="jitter_ms" api="policies.jitter_ms" label="Jitter (ms)" />
             </div>
             <div class="row">
-              <Field {...f} id="max_attempts" api="policies.retry.max_attempts" label="Retry: max attempts" hint="empty: the default" />
-              <Field {...f} id="initial_backoff_ms" api="policies.retry.initial_backoff_ms" label="Retry: first backoff (ms)" />
+              <Field
+                {...f}
+                id="max_attempts"
+                api="policies.retry.max_attempts"
+                label="Retry: max attempts"
+                hint="empty: the default"
+              />
+              <Field
+                {...f}
+                id="initial_backoff_ms"
+                api="policies.retry.initial_backoff_ms"
+                label="Retry: first backoff (ms)"
+              />
             </div>
           </fieldset>
           <div class="actions">

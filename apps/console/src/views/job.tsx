@@ -1,7 +1,25 @@
 /** Job: its definition, upcoming fires (with DST marks), the occurrence ledger, its runs and actions. */
 import { useState } from 'preact/hooks';
-import { ApiError, call, describeError, qs, type Job, type Occurrence, type PreviewFire, type Run } from '../api';
-import { dstNote, labelsText, maskTarget, millisBetween, ms, retryInWords, scheduleInWords, scheduleRaw } from '../format';
+import {
+  ApiError,
+  call,
+  describeError,
+  qs,
+  type Job,
+  type Occurrence,
+  type PreviewFire,
+  type Run,
+} from '../api';
+import {
+  dstNote,
+  labelsText,
+  maskTarget,
+  millisBetween,
+  ms,
+  retryInWords,
+  scheduleInWords,
+  scheduleRaw,
+} from '../format';
 import { Badge, Confirm, ErrorBox, navigate, Notice, useLoad, When, type Ctx } from '../ui';
 
 type Action = 'pause' | 'resume' | 'trigger' | 'delete';
@@ -21,11 +39,19 @@ function Definition(props: { job: Job }) {
   const rows: [string, string][] = [
     ['Schedule', `${scheduleInWords(s)} (${s.kind}: ${scheduleRaw(s)})`],
     ['Time zone', s.time_zone ?? 'UTC'],
-    ...(s.kind === 'cron' ? ([['DST policy', `gap ${s.dst_gap ?? 'AUTO'}, repeat ${s.dst_repeat ?? 'AUTO'}`]] as [string, string][]) : []),
+    ...(s.kind === 'cron'
+      ? ([['DST policy', `gap ${s.dst_gap ?? 'AUTO'}, repeat ${s.dst_repeat ?? 'AUTO'}`]] as [
+          string,
+          string,
+        ][])
+      : []),
     ...(s.start_at ? ([['Starts', s.start_at]] as [string, string][]) : []),
     ...(s.end_at ? ([['Ends', s.end_at]] as [string, string][]) : []),
     ...(s.max_fires ? ([['Max fires', String(s.max_fires)]] as [string, string][]) : []),
-    ['Misfire', `${String(p.misfire ?? 'FIRE_ONCE')}${p.catch_up_window_ms ? `, catch-up window ${ms(Number(p.catch_up_window_ms))}` : ''}`],
+    [
+      'Misfire',
+      `${String(p.misfire ?? 'FIRE_ONCE')}${p.catch_up_window_ms ? `, catch-up window ${ms(Number(p.catch_up_window_ms))}` : ''}`,
+    ],
     ['Overlap', String(p.overlap ?? 'ALLOW')],
     ['Jitter', ms(Number(p.jitter_ms ?? 0))],
     ['Retry', retryInWords(p.retry)],
@@ -56,16 +82,23 @@ function Upcoming(props: { job: Job }) {
   const { job } = props;
   const preview = useLoad(
     () =>
-      call<{ fires: PreviewFire[]; truncated: boolean; truncated_by: string }>('POST', '/v1/schedules/preview', {
-        body: { schedule: job.schedule, count: 20 },
-      }).then((r) => r.body),
+      call<{ fires: PreviewFire[]; truncated: boolean; truncated_by: string }>(
+        'POST',
+        '/v1/schedules/preview',
+        {
+          body: { schedule: job.schedule, count: 20 },
+        },
+      ).then((r) => r.body),
     [job.etag],
   );
   return (
     <section class="card" aria-labelledby="up-title">
       <h2 id="up-title">Upcoming fires</h2>
       {job.status !== 'SCHEDULED' && (
-        <p class="muted">The job is {job.status.toLowerCase()}: these are the schedule's next times, not fires that will happen.</p>
+        <p class="muted">
+          The job is {job.status.toLowerCase()}: these are the schedule's next times, not fires that will
+          happen.
+        </p>
       )}
       <ErrorBox error={preview.error} />
       <ol class="fires">
@@ -79,8 +112,12 @@ function Upcoming(props: { job: Job }) {
           );
         })}
       </ol>
-      {preview.data && preview.data.fires.length === 0 && <p class="empty">No more fires: the schedule has ended.</p>}
-      {preview.data?.truncated && <p class="muted small">Preview stopped early ({preview.data.truncated_by}).</p>}
+      {preview.data && preview.data.fires.length === 0 && (
+        <p class="empty">No more fires: the schedule has ended.</p>
+      )}
+      {preview.data?.truncated && (
+        <p class="muted small">Preview stopped early ({preview.data.truncated_by}).</p>
+      )}
     </section>
   );
 }
@@ -116,8 +153,12 @@ function Ledger(props: { job: Job; version: number }) {
             </div>
             {o.outcome === 'FIRED' ? (
               <div class="small">
-                {o.trigger === 'SCHEDULE' ? 'scheduled' : o.trigger === 'MANUAL' ? 'triggered by hand' : 'replayed'} · fence{' '}
-                {o.fence_token} · run <Badge value={o.run_status ?? 'not started'} />
+                {o.trigger === 'SCHEDULE'
+                  ? 'scheduled'
+                  : o.trigger === 'MANUAL'
+                    ? 'triggered by hand'
+                    : 'replayed'}{' '}
+                · fence {o.fence_token} · run <Badge value={o.run_status ?? 'not started'} />
                 {o.fence_token !== undefined && (
                   <a href={`#run-${o.fence_token}`} class="small">
                     {' '}
@@ -208,7 +249,9 @@ function Runs(props: { job: Job; version: number }) {
           </tbody>
         </table>
       </div>
-      {runs.data && runs.data.runs.length === 0 && <p class="empty">No runs yet. Trigger now to fire it once.</p>}
+      {runs.data && runs.data.runs.length === 0 && (
+        <p class="empty">No runs yet. Trigger now to fire it once.</p>
+      )}
       {runs.data?.next_page_token && (
         <button type="button" onClick={() => setToken(runs.data!.next_page_token)}>
           Older runs →
@@ -244,7 +287,9 @@ export function JobView(props: { ctx: Ctx; jobId: string }) {
       const r = await call<{ fire_id?: string }>('POST', `${path}/${action}`);
       setNotice({
         text:
-          action === 'trigger' ? `Triggered: fire ${r.body.fire_id ?? ''} is on its way.` : `${action === 'pause' ? 'Paused' : 'Resumed'}.`,
+          action === 'trigger'
+            ? `Triggered: fire ${r.body.fire_id ?? ''} is on its way.`
+            : `${action === 'pause' ? 'Paused' : 'Resumed'}.`,
         kind: 'ok',
       });
       refresh();
@@ -307,8 +352,12 @@ export function JobView(props: { ctx: Ctx; jobId: string }) {
       <Notice text={notice?.text ?? null} kind={notice?.kind} />
       <p class="summary">
         {scheduleInWords(j.schedule)} · next fire:{' '}
-        {j.status === 'SCHEDULED' ? <When iso={j.next_nominal_at} zone={j.schedule.time_zone ?? 'UTC'} /> : 'none'} · fired{' '}
-        {j.fires_count} times · last run <Badge value={j.last_run?.status ?? null} />
+        {j.status === 'SCHEDULED' ? (
+          <When iso={j.next_nominal_at} zone={j.schedule.time_zone ?? 'UTC'} />
+        ) : (
+          'none'
+        )}{' '}
+        · fired {j.fires_count} times · last run <Badge value={j.last_run?.status ?? null} />
       </p>
       <div class="grid">
         <Definition job={j} />

@@ -5,7 +5,12 @@ import { scheduleInWords, scheduleRaw } from '../format';
 import { Badge, Confirm, ErrorBox, jobHref, navigate, Notice, useLoad, When, type Ctx } from '../ui';
 
 type Bulk = 'pause' | 'resume' | 'trigger' | 'delete';
-const BULK_LABEL: Record<Bulk, string> = { pause: 'Pause', resume: 'Resume', trigger: 'Trigger now', delete: 'Delete' };
+const BULK_LABEL: Record<Bulk, string> = {
+  pause: 'Pause',
+  resume: 'Resume',
+  trigger: 'Trigger now',
+  delete: 'Delete',
+};
 
 const FILTERS = ['q', 'status', 'labels', 'target'] as const;
 
@@ -90,7 +95,9 @@ export function JobsView(props: { ctx: Ctx; params: URLSearchParams }) {
   return (
     <section aria-labelledby="jobs-title">
       <div class="title-row">
-        <h1 id="jobs-title">Jobs{ctx.tenant ? ` of ${ctx.tenant}` : ctx.me.role === 'admin' ? ' (all tenants)' : ''}</h1>
+        <h1 id="jobs-title">
+          Jobs{ctx.tenant ? ` of ${ctx.tenant}` : ctx.me.role === 'admin' ? ' (all tenants)' : ''}
+        </h1>
         <a class="button primary" href="#/new">
           New job
         </a>
@@ -102,7 +109,11 @@ export function JobsView(props: { ctx: Ctx; params: URLSearchParams }) {
         </div>
         <div>
           <label for="f-status">Status</label>
-          <select id="f-status" value={draft.status} onChange={(e) => setDraft({ ...draft, status: e.currentTarget.value })}>
+          <select
+            id="f-status"
+            value={draft.status}
+            onChange={(e) => setDraft({ ...draft, status: e.currentTarget.value })}
+          >
             <option value="">any</option>
             <option>SCHEDULED</option>
             <option>PAUSED</option>
@@ -120,7 +131,11 @@ export function JobsView(props: { ctx: Ctx; params: URLSearchParams }) {
         </div>
         <div>
           <label for="f-target">Target</label>
-          <select id="f-target" value={draft.target} onChange={(e) => setDraft({ ...draft, target: e.currentTarget.value })}>
+          <select
+            id="f-target"
+            value={draft.target}
+            onChange={(e) => setDraft({ ...draft, target: e.currentTarget.value })}
+          >
             <option value="">any</option>
             <option value="webhook">webhook</option>
             <option value="kafka">kafka</option>
@@ -215,7 +230,9 @@ export function JobsView(props: { ctx: Ctx; params: URLSearchParams }) {
                   {j.last_run ? (
                     <>
                       <Badge value={j.last_run.status} />
-                      {j.last_run.http_status !== null && <span class="muted small"> HTTP {j.last_run.http_status}</span>}
+                      {j.last_run.http_status !== null && (
+                        <span class="muted small"> HTTP {j.last_run.http_status}</span>
+                      )}
                     </>
                   ) : (
                     <span class="muted">never ran</span>
@@ -228,7 +245,8 @@ export function JobsView(props: { ctx: Ctx; params: URLSearchParams }) {
         </table>
         {!list.loading && jobs.length === 0 && !list.error && (
           <p class="empty">
-            No jobs match{FILTERS.some((f) => filter[f]) ? ' these filters' : ''}. <a href="#/new">Create a job</a>
+            No jobs match{FILTERS.some((f) => filter[f]) ? ' these filters' : ''}.{' '}
+            <a href="#/new">Create a job</a>
             {FILTERS.some((f) => filter[f]) && (
               <>
                 {' '}

@@ -39,7 +39,12 @@ function Chart(props: { data: Lateness }) {
     return `${String(d.getHours()).padStart(2, '0')}:${String(d.getMinutes()).padStart(2, '0')}`;
   };
   return (
-    <svg viewBox={`0 0 ${W} ${H}`} class="chart" role="img" aria-label={`Lateness p50 and p99 over the last ${props.data.window}`}>
+    <svg
+      viewBox={`0 0 ${W} ${H}`}
+      class="chart"
+      role="img"
+      aria-label={`Lateness p50 and p99 over the last ${props.data.window}`}
+    >
       {[0, 0.5, 1].map((f) => (
         <g key={f}>
           <line x1={pad.l} x2={W - pad.r} y1={y(max * f)} y2={y(max * f)} class="gridline" />
@@ -57,8 +62,12 @@ function Chart(props: { data: Lateness }) {
       )}
       <polyline points={line('p99_ms')} class="p99" fill="none" />
       <polyline points={line('p50_ms')} class="p50" fill="none" />
-      {buckets.map((b, i) => (b.p99_ms !== null ? <circle key={`c${i}`} cx={x(i)} cy={y(b.p99_ms)} r={3} class="p99" /> : null))}
-      {buckets.map((b, i) => (b.p50_ms !== null ? <circle key={`d${i}`} cx={x(i)} cy={y(b.p50_ms)} r={3} class="p50" /> : null))}
+      {buckets.map((b, i) =>
+        b.p99_ms !== null ? <circle key={`c${i}`} cx={x(i)} cy={y(b.p99_ms)} r={3} class="p99" /> : null,
+      )}
+      {buckets.map((b, i) =>
+        b.p50_ms !== null ? <circle key={`d${i}`} cx={x(i)} cy={y(b.p50_ms)} r={3} class="p50" /> : null,
+      )}
     </svg>
   );
 }
@@ -109,7 +118,9 @@ export function LatenessView(props: { ctx: Ctx; params: URLSearchParams }) {
   const go = (w: string, j: string) => navigate(`/lateness${qs({ window: w, job: j })}`);
   const data = useLoad(
     () =>
-      call<Lateness>('GET', `/v1/lateness${qs({ window, tenant_id: ctx.tenant, job_id: jobId })}`).then((r) => r.body),
+      call<Lateness>('GET', `/v1/lateness${qs({ window, tenant_id: ctx.tenant, job_id: jobId })}`).then(
+        (r) => r.body,
+      ),
     [window, jobId, ctx.tenant],
   );
   const d = data.data;
@@ -118,7 +129,9 @@ export function LatenessView(props: { ctx: Ctx; params: URLSearchParams }) {
       <h1 id="late-title">
         Lateness{jobId ? ` of ${jobId}` : ctx.tenant ? ` of ${ctx.tenant}` : ''} over the last {window}
       </h1>
-      <p class="muted">How late runs started after their scheduled time, from the run ledger (no Prometheus needed).</p>
+      <p class="muted">
+        How late runs started after their scheduled time, from the run ledger (no Prometheus needed).
+      </p>
       <form
         class="filters"
         onSubmit={(e) => {
@@ -168,17 +181,27 @@ export function LatenessView(props: { ctx: Ctx; params: URLSearchParams }) {
               <span>dead-lettered</span>
             </div>
           </div>
-          {d.truncated && <p class="notice bad">More runs than the view reads at once: figures are of the newest 200,000.</p>}
+          {d.truncated && (
+            <p class="notice bad">
+              More runs than the view reads at once: figures are of the newest 200,000.
+            </p>
+          )}
           <section class="card">
             <h2>
               p50 <span class="key p50">■</span> and p99 <span class="key p99">■</span> per{' '}
               {window === 'hour' ? '5 minutes' : 'hour'} <span class="muted small">(times in your zone)</span>
             </h2>
-            {d.counts.fired === 0 ? <p class="empty">No runs in this window yet: lateness appears once jobs fire.</p> : <Chart data={d} />}
+            {d.counts.fired === 0 ? (
+              <p class="empty">No runs in this window yet: lateness appears once jobs fire.</p>
+            ) : (
+              <Chart data={d} />
+            )}
           </section>
           <div class="grid">
             {!jobId && <Table title="Latest jobs (worst p99 first)" rows={d.by_job} link />}
-            {!jobId && ctx.me.role === 'admin' && !ctx.tenant && <Table title="Per tenant" rows={d.by_tenant} />}
+            {!jobId && ctx.me.role === 'admin' && !ctx.tenant && (
+              <Table title="Per tenant" rows={d.by_tenant} />
+            )}
           </div>
         </>
       )}

@@ -62,7 +62,12 @@ export class InsightRepository {
       epoch: string;
       expires_at: Date | null;
     }>('SELECT shard, owner, epoch, expires_at FROM shard_leases ORDER BY shard');
-    return rows.map((r) => ({ shard: r.shard, owner: r.owner, epoch: Number(r.epoch), expiresAt: r.expires_at }));
+    return rows.map((r) => ({
+      shard: r.shard,
+      owner: r.owner,
+      epoch: Number(r.epoch),
+      expiresAt: r.expires_at,
+    }));
   }
 
   /** Runs in flight (RUNNING, RETRYING) per executor instance, from the partial index job_runs_in_flight_idx. */
@@ -74,7 +79,11 @@ export class InsightRepository {
          FROM job_runs WHERE status IN ('RUNNING', 'RETRYING')
         GROUP BY lease_owner ORDER BY lease_owner`,
     );
-    return rows.map((r) => ({ owner: r.owner ?? '(none)', running: Number(r.running), retrying: Number(r.retrying) }));
+    return rows.map((r) => ({
+      owner: r.owner ?? '(none)',
+      running: Number(r.running),
+      retrying: Number(r.retrying),
+    }));
   }
 
   /**
@@ -138,7 +147,12 @@ export class InsightRepository {
       const now = Date.now();
       const byIndex = new Map(buckets.rows.map((r) => [r.b, r]));
       const c = counts.rows[0] as unknown as Record<string, unknown>;
-      const row = (r: { key: string; runs: string; p50: number | null; p99: number | null }): LatenessRow => ({
+      const row = (r: {
+        key: string;
+        runs: string;
+        p50: number | null;
+        p99: number | null;
+      }): LatenessRow => ({
         key: r.key,
         runs: Number(r.runs),
         p50Ms: num(r.p50),
