@@ -147,7 +147,7 @@ export class JobService {
     const limit = pageSize(req.pageSize);
     const position = decodePageToken(req.pageToken, 'jobs');
     const after = typeof position?.after === 'string' ? position.after : undefined;
-    const { jobs, cut } = await this.jobs.listJobs({
+    const { jobs, cut, scannedTo } = await this.jobs.listJobs({
       tenantId,
       status,
       labels: req.labels ?? {},
@@ -160,10 +160,13 @@ export class JobService {
     });
     const page = jobs.slice(0, limit);
     const last = page[page.length - 1];
+    // Full page, or cut for bytes: go on after its last job. Short page whose scan window was used
+    // up: go on after the window (more may match further on).
+    const next =
+      (jobs.length > limit || cut) && last ? last.jobId : scannedTo !== null ? scannedTo : undefined;
     return {
       jobs: page,
-      nextPageToken:
-        (jobs.length > limit || cut) && last ? encodePageToken('jobs', { after: last.jobId }) : '',
+      nextPageToken: next !== undefined ? encodePageToken('jobs', { after: next }) : '',
     };
   }
 

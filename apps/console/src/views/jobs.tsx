@@ -243,7 +243,18 @@ export function JobsView(props: { ctx: Ctx; params: URLSearchParams }) {
             ))}
           </tbody>
         </table>
-        {!list.loading && jobs.length === 0 && !list.error && (
+        {!list.loading && jobs.length === 0 && !list.error && list.data?.next_page_token && (
+          <p class="empty">
+            No match among the jobs looked at so far (each page looks at a bounded stretch of jobs).{' '}
+            <button
+              type="button"
+              onClick={() => list.data && setTokens([...tokens, list.data.next_page_token])}
+            >
+              Look further →
+            </button>
+          </p>
+        )}
+        {!list.loading && jobs.length === 0 && !list.error && !list.data?.next_page_token && (
           <p class="empty">
             No jobs match{FILTERS.some((f) => filter[f]) ? ' these filters' : ''}.{' '}
             <a href="#/new">Create a job</a>

@@ -183,7 +183,8 @@ export function LatenessView(props: { ctx: Ctx; params: URLSearchParams }) {
           </div>
           {d.truncated && (
             <p class="notice bad">
-              More runs than the view reads at once: figures are of the newest 200,000.
+              Busy window: percentiles are of each bucket's newest 500 runs; retried and dead-lettered are
+              scaled from them.
             </p>
           )}
           <section class="card">

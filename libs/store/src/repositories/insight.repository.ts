@@ -45,7 +45,11 @@ export interface LatenessReport {
   readonly byTenant: LatenessRow[];
   readonly counts: { fired: number; retried: number; deadLettered: number; skipped: number };
   readonly overall: { p50Ms: number | null; p99Ms: number | null };
-  /** True when the window held more than `cap` runs and only the newest were read. */
+  /**
+   * True when a bucket held more runs than were read: its percentiles are of its newest runs, and
+   * the retried and dead-lettered counts are scaled from them (fired is exact up to the count cap,
+   * 100,000 a bucket, and at least that beyond it).
+   */
   readonly truncated: boolean;
 }
 
@@ -88,28 +92,45 @@ export class InsightRepository {
 
   /**
    * Lateness (run start − scheduled time) of the runs created in the last `windowMs`, in
-   * `bucketCount` time buckets, per job and per tenant, with counts; reads at most `cap` runs.
+   * `bucketCount` time buckets, per job and per tenant, with counts. Bounded: each bucket's runs
+   * are counted through an index (at most `countCap` a bucket) and at most `perBucket` of its
+   * newest runs are read for the percentiles and the retried and dead-lettered counts, which are
+   * scaled up to the bucket's count when it held more (`sampled`).
    */
   async lateness(
     scope: LatenessScope,
     windowMs: number,
     bucketCount: number,
-    cap = 200_000,
+    perBucket = 500,
+    countCap = 100_000,
   ): Promise<LatenessReport> {
-    // One bounded, index-ordered read of the window's runs; the aggregates run over it.
-    const runs = `SELECT r.job_id, r.tenant_id, r.status, r.attempt, r.created_at,
-                         CASE WHEN r.started_at IS NULL THEN NULL
-                              ELSE greatest(0, extract(epoch FROM r.started_at - r.scheduled_for) * 1000) END AS late_ms
-                    FROM job_runs r
-                   WHERE r.created_at >= now() - make_interval(secs => $3::double precision / 1000)
-                     AND ($1::text IS NULL OR r.job_id = $1)
-                     AND ($2::text IS NULL OR r.tenant_id = $2)
-                   ORDER BY r.created_at DESC LIMIT $4`;
-    const params = [scope.jobId ?? null, scope.tenantId ?? null, windowMs, cap];
+    const scopeSql = `($1::text IS NULL OR r.job_id = $1) AND ($2::text IS NULL OR r.tenant_id = $2)`;
+    const params = [scope.jobId ?? null, scope.tenantId ?? null, windowMs / 1000 / bucketCount, bucketCount];
+    const buckets = `SELECT i, now() - (i + 1) * make_interval(secs => $3::double precision) AS lo,
+                            now() - i * make_interval(secs => $3::double precision) AS hi
+                       FROM generate_series(0, $4::int - 1) AS i`;
     const client = await this.pool.connect();
     try {
       await client.query('BEGIN');
-      await client.query(`CREATE TEMP TABLE lateness_window ON COMMIT DROP AS ${runs}`, params);
+      await client.query(
+        `CREATE TEMP TABLE lateness_window ON COMMIT DROP AS
+         SELECT b.i AS b, s.* FROM (${buckets}) b
+          CROSS JOIN LATERAL (
+            SELECT r.job_id, r.tenant_id, r.status, r.attempt,
+                   CASE WHEN r.started_at IS NULL THEN NULL
+                        ELSE greatest(0, extract(epoch FROM r.started_at - r.scheduled_for) * 1000) END AS late_ms
+              FROM job_runs r
+             WHERE r.created_at >= b.lo AND r.created_at < b.hi AND ${scopeSql}
+             ORDER BY r.created_at DESC LIMIT $5) s`,
+        [...params, perBucket],
+      );
+      const totals = await client.query<{ b: number; n: string }>(
+        `SELECT b.i AS b, (SELECT count(*) FROM (SELECT 1 FROM job_runs r
+                                                  WHERE r.created_at >= b.lo AND r.created_at < b.hi AND ${scopeSql}
+                                                  LIMIT $5) x) AS n
+           FROM (${buckets}) b`,
+        [...params, countCap],
+      );
       const stats = (group: string) =>
         client.query<{ key: string; runs: string; p50: number | null; p99: number | null }>(
           `SELECT ${group} AS key, count(*) AS runs,
@@ -117,36 +138,58 @@ export class InsightRepository {
                   percentile_cont(0.99) WITHIN GROUP (ORDER BY late_ms) AS p99
              FROM lateness_window GROUP BY 1 ORDER BY p99 DESC NULLS LAST, 1 LIMIT 50`,
         );
-      const bucketSecs = windowMs / 1000 / bucketCount;
-      const buckets = await client.query<{ b: number; runs: string; p50: number | null; p99: number | null }>(
-        `SELECT floor(extract(epoch FROM now() - created_at) / $1)::int AS b, count(*) AS runs,
-                percentile_cont(0.5) WITHIN GROUP (ORDER BY late_ms) AS p50,
-                percentile_cont(0.99) WITHIN GROUP (ORDER BY late_ms) AS p99
-           FROM lateness_window GROUP BY 1`,
-        [bucketSecs],
-      );
-      const counts = await client.query<{ fired: string; retried: string; dead: string; all: string }>(
-        `SELECT count(*) AS fired, count(*) FILTER (WHERE attempt > 1) AS retried,
+      const perBucketStats = await client.query<{
+        b: number;
+        runs: string;
+        retried: string;
+        dead: string;
+        p50: number | null;
+        p99: number | null;
+      }>(
+        `SELECT b, count(*) AS runs, count(*) FILTER (WHERE attempt > 1) AS retried,
                 count(*) FILTER (WHERE status = 'DEAD_LETTERED') AS dead,
                 percentile_cont(0.5) WITHIN GROUP (ORDER BY late_ms) AS p50,
+                percentile_cont(0.99) WITHIN GROUP (ORDER BY late_ms) AS p99
+           FROM lateness_window GROUP BY b`,
+      );
+      const overall = await client.query<{ p50: number | null; p99: number | null }>(
+        `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY late_ms) AS p50,
                 percentile_cont(0.99) WITHIN GROUP (ORDER BY late_ms) AS p99
            FROM lateness_window`,
       );
       const skipped = await client.query<{ n: string | null }>(
         `SELECT sum(occurrences) AS n FROM (
-           SELECT occurrences FROM occurrence_skips
-            WHERE first_nominal >= now() - make_interval(secs => $3::double precision / 1000)
-              AND ($1::text IS NULL OR job_id = $1)
-              AND ($2::text IS NULL OR tenant_id = $2)
-            ORDER BY first_nominal DESC LIMIT $4) s`,
-        params,
+           SELECT occurrences FROM occurrence_skips r
+            WHERE r.first_nominal >= now() - make_interval(secs => $3::double precision)
+              AND ${scopeSql}
+            ORDER BY r.first_nominal DESC LIMIT $4) s`,
+        [scope.jobId ?? null, scope.tenantId ?? null, windowMs / 1000, countCap],
       );
       const byJob = await stats('job_id');
       const byTenant = await stats('tenant_id');
       await client.query('COMMIT');
       const now = Date.now();
-      const byIndex = new Map(buckets.rows.map((r) => [r.b, r]));
-      const c = counts.rows[0] as unknown as Record<string, unknown>;
+      const bucketSecs = windowMs / 1000 / bucketCount;
+      const sample = new Map(perBucketStats.rows.map((r) => [r.b, r]));
+      const total = new Map(totals.rows.map((r) => [r.b, Number(r.n)]));
+      let fired = 0;
+      let retried = 0;
+      let deadLettered = 0;
+      let sampled = false;
+      for (let b = 0; b < bucketCount; b++) {
+        const n = total.get(b) ?? 0;
+        const r = sample.get(b);
+        const read = Number(r?.runs ?? 0);
+        fired += n;
+        if (n >= countCap) sampled = true;
+        if (read > 0) {
+          // A bucket read in part stands for all its runs in the same proportions.
+          const scale = n / read;
+          if (n > read) sampled = true;
+          retried += Number(r!.retried) * scale;
+          deadLettered += Number(r!.dead) * scale;
+        }
+      }
       const row = (r: {
         key: string;
         runs: string;
@@ -161,10 +204,10 @@ export class InsightRepository {
       return {
         buckets: Array.from({ length: bucketCount }, (_, i) => {
           const b = bucketCount - 1 - i;
-          const r = byIndex.get(b);
+          const r = sample.get(b);
           return {
             start: new Date(now - (b + 1) * bucketSecs * 1000),
-            runs: Number(r?.runs ?? 0),
+            runs: total.get(b) ?? 0,
             p50Ms: num(r?.p50),
             p99Ms: num(r?.p99),
           };
@@ -172,13 +215,13 @@ export class InsightRepository {
         byJob: byJob.rows.map(row),
         byTenant: byTenant.rows.map(row),
         counts: {
-          fired: Number(c.fired),
-          retried: Number(c.retried),
-          deadLettered: Number(c.dead),
+          fired,
+          retried: Math.round(retried),
+          deadLettered: Math.round(deadLettered),
           skipped: Number(skipped.rows[0]?.n ?? 0),
         },
-        overall: { p50Ms: num(c.p50), p99Ms: num(c.p99) },
-        truncated: Number(c.fired) >= cap,
+        overall: { p50Ms: num(overall.rows[0]?.p50), p99Ms: num(overall.rows[0]?.p99) },
+        truncated: sampled,
       };
     } catch (e) {
       await client.query('ROLLBACK').catch(() => undefined);
