@@ -183,8 +183,8 @@ export function LatenessView(props: { ctx: Ctx; params: URLSearchParams }) {
           </div>
           {d.truncated && (
             <p class="notice bad">
-              Busy window: percentiles are of each bucket's newest 500 runs; retried and dead-lettered are
-              scaled from them.
+              Busy window: percentiles are of each bucket's newest runs (8,000 in all); retried and
+              dead-lettered are scaled from them.
             </p>
           )}
           <section class="card">

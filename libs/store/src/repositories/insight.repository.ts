@@ -48,7 +48,7 @@ export interface LatenessReport {
   /**
    * True when a bucket held more runs than were read: its percentiles are of its newest runs, and
    * the retried and dead-lettered counts are scaled from them (fired is exact up to the count cap,
-   * 100,000 a bucket, and at least that beyond it).
+   * 1,000,000 runs in the window, and at least that beyond it).
    */
   readonly truncated: boolean;
 }
@@ -91,20 +91,22 @@ export class InsightRepository {
   }
 
   /**
-   * Lateness (run start − scheduled time) of the runs created in the last `windowMs`, in
-   * `bucketCount` time buckets, per job and per tenant, with counts. Bounded: each bucket's runs
-   * are counted through an index (at most `countCap` a bucket) and at most `perBucket` of its
-   * newest runs are read for the percentiles and the retried and dead-lettered counts, which are
-   * scaled up to the bucket's count when it held more (`sampled`).
+   * Lateness (run start − scheduled time) of the finished runs created in the last `windowMs`, in
+   * `bucketCount` time buckets, per job and per tenant, with counts. Bounded: the window's runs
+   * are counted through an index (at most `countCap`) and at most `perBucket` of each bucket's
+   * newest runs (8,000 in all) are read for the percentiles and the retried and dead-lettered
+   * counts, which are scaled up to the bucket's count when it held more (`sampled`).
    */
   async lateness(
     scope: LatenessScope,
     windowMs: number,
     bucketCount: number,
-    perBucket = 500,
-    countCap = 100_000,
+    perBucket = Math.ceil(8_000 / bucketCount),
+    countCap = 1_000_000,
   ): Promise<LatenessReport> {
-    const scopeSql = `($1::text IS NULL OR r.job_id = $1) AND ($2::text IS NULL OR r.tenant_id = $2)`;
+    const scope$ = `($1::text IS NULL OR r.job_id = $1) AND ($2::text IS NULL OR r.tenant_id = $2)`;
+    // Finished runs only: the predicate of the partial indexes that serve these reads.
+    const runScope = `${scope$} AND r.status IN ('SUCCEEDED', 'DEAD_LETTERED', 'SKIPPED')`;
     const params = [scope.jobId ?? null, scope.tenantId ?? null, windowMs / 1000 / bucketCount, bucketCount];
     const buckets = `SELECT i, now() - (i + 1) * make_interval(secs => $3::double precision) AS lo,
                             now() - i * make_interval(secs => $3::double precision) AS hi
@@ -120,15 +122,17 @@ export class InsightRepository {
                    CASE WHEN r.started_at IS NULL THEN NULL
                         ELSE greatest(0, extract(epoch FROM r.started_at - r.scheduled_for) * 1000) END AS late_ms
               FROM job_runs r
-             WHERE r.created_at >= b.lo AND r.created_at < b.hi AND ${scopeSql}
+             WHERE r.created_at >= b.lo AND r.created_at < b.hi AND ${runScope}
              ORDER BY r.created_at DESC LIMIT $5) s`,
         [...params, perBucket],
       );
+      // One index range scan counts every bucket (up to countCap runs in all).
       const totals = await client.query<{ b: number; n: string }>(
-        `SELECT b.i AS b, (SELECT count(*) FROM (SELECT 1 FROM job_runs r
-                                                  WHERE r.created_at >= b.lo AND r.created_at < b.hi AND ${scopeSql}
-                                                  LIMIT $5) x) AS n
-           FROM (${buckets}) b`,
+        `SELECT floor(extract(epoch FROM now() - created_at) / $3::double precision)::int AS b, count(*) AS n
+           FROM (SELECT r.created_at FROM job_runs r
+                  WHERE r.created_at >= now() - $4::int * make_interval(secs => $3::double precision) AND ${runScope}
+                  LIMIT $5) x
+          GROUP BY 1`,
         [...params, countCap],
       );
       const stats = (group: string) =>
@@ -161,7 +165,7 @@ export class InsightRepository {
         `SELECT sum(occurrences) AS n FROM (
            SELECT occurrences FROM occurrence_skips r
             WHERE r.first_nominal >= now() - make_interval(secs => $3::double precision)
-              AND ${scopeSql}
+              AND ${scope$}
             ORDER BY r.first_nominal DESC LIMIT $4) s`,
         [scope.jobId ?? null, scope.tenantId ?? null, windowMs / 1000, countCap],
       );
@@ -176,12 +180,12 @@ export class InsightRepository {
       let retried = 0;
       let deadLettered = 0;
       let sampled = false;
+      if (totals.rows.reduce((a, r) => a + Number(r.n), 0) >= countCap) sampled = true;
       for (let b = 0; b < bucketCount; b++) {
         const n = total.get(b) ?? 0;
         const r = sample.get(b);
         const read = Number(r?.runs ?? 0);
         fired += n;
-        if (n >= countCap) sampled = true;
         if (read > 0) {
           // A bucket read in part stands for all its runs in the same proportions.
           const scale = n / read;
