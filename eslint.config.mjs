@@ -10,6 +10,7 @@ export default tseslint.config(
       '.stack/**',
       'infra/.cache/**',
       'bench/results/**',
+      'test/e2e/openapi-client/generated/**',
       '**/*.js',
       '**/*.mjs',
     ],

@@ -6,6 +6,7 @@
  */
 import { startApp, type AppProcess } from '../support/apps';
 import { freePort, isolate, type Isolation } from '../support/env';
+import { contractFetch } from '../support/openapi';
 
 const ROUNDS = 5;
 const CONCURRENT = 3;
@@ -32,11 +33,14 @@ const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.flo
 describe('API event loop under worst-case previews', () => {
   let iso: Isolation;
   let api: AppProcess;
+  /** Every REST response checked against the served OpenAPI document. */
+  let apiFetch: typeof fetch;
 
   beforeAll(async () => {
     iso = isolate('eventloop');
     api = startApp('api', iso.env({ TICKWORK_GRPC_PORT: String(await freePort()) }), await freePort());
     await api.ready();
+    apiFetch = await contractFetch(api.url);
   }, 120_000);
 
   afterAll(async () => {
@@ -46,7 +50,7 @@ describe('API event loop under worst-case previews', () => {
 
   const health = async (): Promise<number> => {
     const started = performance.now();
-    const res = await fetch(`${api.url}/health/live`).catch((e: Error) => {
+    const res = await apiFetch(`${api.url}/health/live`).catch((e: Error) => {
       // An event loop held for seconds outlasts the client's connect timeout.
       throw new Error(
         `health check failed after ${(performance.now() - started).toFixed(0)} ms: ${String((e.cause as Error | undefined)?.message ?? e.message)}`,
@@ -57,7 +61,7 @@ describe('API event loop under worst-case previews', () => {
     return performance.now() - started;
   };
   const preview = async (zone: string) => {
-    const res = await fetch(`${api.url}/v1/schedules/preview`, {
+    const res = await apiFetch(`${api.url}/v1/schedules/preview`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({

@@ -1,8 +1,12 @@
-/** REST under /v1 against a real API: the same operations, errors and tenancy as gRPC, and the served OpenAPI document matching the routes. */
+/**
+ * REST under /v1 against a real API: the same operations, errors and tenancy as gRPC, and the served
+ * OpenAPI document matching the routes. Every response is validated against that document (Ajv).
+ */
 import { createHash } from 'node:crypto';
 import { Client as Pg } from 'pg';
 import { startApp, type AppProcess } from '../support/apps';
 import { freePort, isolate, type Isolation } from '../support/env';
+import { OpenApiContract } from '../support/openapi';
 
 const sha = (t: string) => createHash('sha256').update(t).digest('hex');
 const A = 'tok-rest-acme-0123456789abcdef';
@@ -21,13 +25,15 @@ describe('REST API /v1', () => {
   let iso: Isolation;
   let api: AppProcess;
   let db: Pg;
+  let contract: OpenApiContract;
+  let apiFetch: typeof fetch;
 
   const http = async (
     method: string,
     path: string,
     opts: { token?: string; body?: unknown; headers?: Record<string, string> } = {},
   ) => {
-    const res = await fetch(`${api.url}${path}`, {
+    const res = await apiFetch(path, {
       method,
       headers: {
         ...(opts.body !== undefined ? { 'content-type': 'application/json' } : {}),
@@ -53,6 +59,8 @@ describe('REST API /v1', () => {
       await freePort(),
     );
     await api.ready();
+    contract = await OpenApiContract.served(api.url);
+    apiFetch = contract.fetch(api.url);
     db = new Pg({ connectionString: iso.databaseUrl });
     await db.connect();
   }, 120_000);
@@ -237,11 +245,111 @@ describe('REST API /v1', () => {
     expect(preview.body.violations).toEqual([{ field: 'from', message: expect.stringMatching(range) }]);
   });
 
+  it("binds a page token to its listing's filters: another label, status or job is 400 naming page_token", async () => {
+    for (const id of ['pt-1', 'pt-2', 'pt-3'])
+      expect(
+        (await http('POST', '/v1/jobs', { token: B, body: { ...job(id), labels: { suite: 'X' } } })).status,
+      ).toBe(201);
+    const first = await http('GET', '/v1/jobs?label=suite%3DX&page_size=1', { token: B });
+    expect((first.body.jobs as Json[]).map((j) => j.job_id)).toEqual(['pt-1']);
+    const token = encodeURIComponent(first.body.next_page_token as string);
+    const refused = (body: Json) => {
+      expect(body).toMatchObject({ error: 'INVALID_ARGUMENT' });
+      expect(body.violations).toEqual([
+        { field: 'page_token', message: expect.stringMatching(/^was issued for other filters/) },
+      ]);
+    };
+    for (const other of ['label=suite%3Dother', 'label=suite%3DX&status=PAUSED', '']) {
+      const r = await http('GET', `/v1/jobs?${other}&page_size=1&page_token=${token}`, { token: B });
+      expect(r.status).toBe(400);
+      refused(r.body);
+    }
+    const next = await http('GET', `/v1/jobs?label=suite%3DX&page_size=1&page_token=${token}`, { token: B });
+    expect(next.status).toBe(200);
+    expect((next.body.jobs as Json[]).map((j) => j.job_id)).toEqual(['pt-2']);
+
+    // Per-job listings: a token of pt-1's occurrences is not one of pt-2's.
+    for (let i = 0; i < 2; i++)
+      expect((await http('POST', '/v1/jobs/pt-1/trigger', { token: B })).status).toBe(202);
+    const occ = await http('GET', '/v1/jobs/pt-1/occurrences?page_size=1', { token: B });
+    const occToken = encodeURIComponent(occ.body.next_page_token as string);
+    expect(occToken.length).toBeGreaterThan(0);
+    const otherJob = await http('GET', `/v1/jobs/pt-2/occurrences?page_size=1&page_token=${occToken}`, {
+      token: B,
+    });
+    expect(otherJob.status).toBe(400);
+    expect(otherJob.body.violations).toEqual([{ field: 'page_token', message: expect.any(String) }]);
+    expect(
+      (await http('GET', `/v1/jobs/pt-1/occurrences?page_size=1&page_token=${occToken}`, { token: B }))
+        .status,
+    ).toBe(200);
+
+    // Dead letters (the executor's ledger rows for the two fires, as it writes them): a token of
+    // job_id=pt-1 is refused for another job or none. Runs, a run and dead letters with content
+    // go through the document check too.
+    await db.query(
+      `INSERT INTO job_runs (job_id, fence_token, tenant_id, fire_id, nominal_time, scheduled_for, attempt, status, started_at, finished_at, http_status, error)
+       SELECT 'pt-1', f.fence_token, 'globex', 'pt-1:' || f.fence_token, f.nominal_time, f.scheduled_for, 5, 'DEAD_LETTERED', now(), now(), 500, 'HTTP 500'
+         FROM fires f WHERE f.job_id = 'pt-1'`,
+    );
+    expect(((await http('GET', '/v1/jobs/pt-1/runs', { token: B })).body.runs as Json[]).length).toBe(2);
+    expect((await http('GET', '/v1/jobs/pt-1/runs/1', { token: B })).body).toMatchObject({
+      fire_id: 'pt-1:1',
+      status: 'DEAD_LETTERED',
+    });
+    const dl = await http('GET', '/v1/dead-letters?job_id=pt-1&page_size=1', { token: B });
+    expect((dl.body.dead_letters as Json[]).map((d) => d.job_id)).toEqual(['pt-1']);
+    const dlToken = encodeURIComponent(dl.body.next_page_token as string);
+    expect(dlToken.length).toBeGreaterThan(0);
+    for (const other of ['job_id=pt-2&', '']) {
+      const r = await http('GET', `/v1/dead-letters?${other}page_size=1&page_token=${dlToken}`, { token: B });
+      expect(r.status).toBe(400);
+      refused(r.body);
+    }
+    const dlNext = await http('GET', `/v1/dead-letters?job_id=pt-1&page_size=1&page_token=${dlToken}`, {
+      token: B,
+    });
+    expect((dlNext.body.dead_letters as Json[]).length).toBe(1);
+  });
+
+  it('the contract check is not vacuous: it refuses what the served document does not say', async () => {
+    expect((await http('POST', '/v1/jobs', { token: B, body: job('contract-1') })).status).toBe(201);
+    const res = await fetch(`${api.url}/v1/jobs/contract-1`, { headers: { authorization: `Bearer ${B}` } });
+    const real = {
+      method: 'GET',
+      url: '/v1/jobs/contract-1',
+      status: res.status,
+      contentType: res.headers.get('content-type'),
+      body: await res.text(),
+    };
+    expect(contract.problems(real)).toEqual([]);
+    const jobBody = JSON.parse(real.body) as Json;
+    const variants: [string, Partial<typeof real>, RegExp][] = [
+      ['an undocumented field', { body: JSON.stringify({ ...jobBody, secret: 1 }) }, /unevaluated/],
+      [
+        'a null where none is allowed',
+        { body: JSON.stringify({ ...jobBody, etag: null }) },
+        /must be string/,
+      ],
+      ['a missing field', { body: JSON.stringify({ ...jobBody, etag: undefined }) }, /required/],
+      ['an undocumented status', { status: 418 }, /status not documented/],
+      ['an undocumented content type', { contentType: 'text/html' }, /content type text\/html/],
+      ['an undocumented operation', { method: 'PUT' }, /not an operation/],
+    ];
+    for (const [what, change, problem] of variants) {
+      const problems = contract.problems({ ...real, ...change });
+      expect({ what, problems: problems.join('\n') }).toEqual({
+        what,
+        problems: expect.stringMatching(problem),
+      });
+    }
+  });
+
   it('serves the committed OpenAPI document, which lists exactly the routes the app has', async () => {
     const doc = await http('GET', '/v1/openapi.json');
     expect(doc.status).toBe(200);
-    expect(doc.body.openapi).toBe('3.0.3');
-    const yaml = await fetch(`${api.url}/v1/openapi.yaml`);
+    expect(doc.body.openapi).toBe('3.1.0');
+    const yaml = await apiFetch('/v1/openapi.yaml');
     expect(yaml.headers.get('content-type')).toMatch(/yaml/);
 
     const documented = new Set<string>();

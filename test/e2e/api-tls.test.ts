@@ -10,13 +10,19 @@ import { join } from 'node:path';
 import { AdminTestClient } from '../support/admin-client';
 import { startApp, type AppProcess } from '../support/apps';
 import { eventually, freePort, isolate, type Isolation } from '../support/env';
+import { OpenApiContract } from '../support/openapi';
 
-function httpsGet(url: string, ca: Buffer): Promise<{ status: number; body: string }> {
+function httpsGet(
+  url: string,
+  ca: Buffer,
+): Promise<{ status: number; body: string; contentType: string | null }> {
   return new Promise((resolve, reject) => {
     const req = httpsRequest(url, { ca, method: 'GET' }, (res) => {
       let body = '';
       res.on('data', (c: Buffer) => (body += c.toString('utf8')));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, body, contentType: res.headers['content-type'] ?? null }),
+      );
     });
     req.on('error', reject);
     req.end();
@@ -87,6 +93,14 @@ describe('API over TLS', () => {
   it('serves REST over HTTPS and refuses plain HTTP', async () => {
     const preview = await httpsGet(`https://127.0.0.1:${api.port}/v1/jobs?page_size=1`, cert);
     expect(preview.status).toBe(200);
+    // Checked against the OpenAPI document this API serves (over HTTPS too).
+    const contract = new OpenApiContract(
+      JSON.parse((await httpsGet(`https://127.0.0.1:${api.port}/v1/openapi.json`, cert)).body) as Record<
+        string,
+        unknown
+      >,
+    );
+    contract.assert({ method: 'GET', url: '/v1/jobs', ...preview });
     await expect(fetch(`http://127.0.0.1:${api.port}/health/live`)).rejects.toThrow();
   });
 

@@ -8,6 +8,7 @@ import { EventCodecs } from '@tickwork/messaging';
 import { startApp, type AppProcess } from '../support/apps';
 import { eventually, freePort, isolate, STACK, type Isolation } from '../support/env';
 import { TopicTap } from '../support/kafka';
+import { contractFetch } from '../support/openapi';
 import { WebhookReceiver } from '../support/receiver';
 
 describe('first end-to-end fire', () => {
@@ -16,6 +17,8 @@ describe('first end-to-end fire', () => {
   let apps: AppProcess[] = [];
   let api: AppProcess;
   let db: Client;
+  /** Every REST response checked against the served OpenAPI document. */
+  let apiFetch: typeof fetch;
 
   beforeAll(async () => {
     iso = isolate('firstfire');
@@ -29,6 +32,7 @@ describe('first end-to-end fire', () => {
     api = startApp('api', env, await freePort());
     // The API creates and migrates the database; the others then start against it.
     await api.ready();
+    apiFetch = await contractFetch(api.url);
     const scheduler = startApp('scheduler', env, await freePort());
     const executor = startApp('executor', env, await freePort());
     apps = [api, scheduler, executor];
@@ -46,7 +50,7 @@ describe('first end-to-end fire', () => {
 
   it('fires a one-shot webhook job exactly once and publishes its result', async () => {
     const due = new Date(Date.now() + 1_500);
-    const res = await fetch(`${api.url}/v1/jobs`, {
+    const res = await apiFetch(`${api.url}/v1/jobs`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({
@@ -92,7 +96,7 @@ describe('first end-to-end fire', () => {
     expect(runs).toEqual([{ status: 'SUCCEEDED', fence_token: '1' }]);
 
     // GET shows the job and its last run.
-    const got = (await (await fetch(`${api.url}/v1/jobs/${created.job_id}`)).json()) as {
+    const got = (await (await apiFetch(`${api.url}/v1/jobs/${created.job_id}`)).json()) as {
       status: string;
       fires_count: number;
       last_run: { status: string; fence_token: number; http_status: number } | null;
@@ -135,7 +139,7 @@ describe('first end-to-end fire', () => {
     // the job travels API → job row → scheduler's fire → executor → target unchanged.
     const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
     const due = new Date(Date.now() + 1_000);
-    const res = await fetch(`${api.url}/v1/jobs`, {
+    const res = await apiFetch(`${api.url}/v1/jobs`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', traceparent, tracestate: 'vendor=tw' },
       body: JSON.stringify({
@@ -156,7 +160,7 @@ describe('first end-to-end fire', () => {
 
   it('rejects bad input with 400 naming the field, and stores nothing', async () => {
     const post = async (body: unknown) => {
-      const r = await fetch(`${api.url}/v1/jobs`, {
+      const r = await apiFetch(`${api.url}/v1/jobs`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify(body),
@@ -185,7 +189,7 @@ describe('first end-to-end fire', () => {
       expect(r.body.error).toBe('INVALID_ARGUMENT');
       expect(r.body.violations?.map((v) => v.field)).toContain(field);
     }
-    const malformed = await fetch(`${api.url}/v1/jobs`, {
+    const malformed = await apiFetch(`${api.url}/v1/jobs`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: '{"schedule":',

@@ -223,6 +223,12 @@ describe('gRPC admin API', () => {
       ok: false,
       code: status.INVALID_ARGUMENT,
     });
+    // A token is bound to its listing's filters: asked with other labels or status, it is refused.
+    for (const other of [{ labels: { team: 'other' } }, { status: 'JOB_STATUS_PAUSED' }]) {
+      const refused = await a.call('ListJobs', { page_size: 1, page_token: first.next_page_token, ...other });
+      expect(refused).toMatchObject({ ok: false, code: status.INVALID_ARGUMENT });
+      expect(refused.ok ? [] : refused.violations.map((v) => v.field)).toEqual(['page_token']);
+    }
     expect(await a.call('ListJobs', { status: 'JOB_STATUS_PAUSED' })).toMatchObject({
       ok: true,
       res: { jobs: [] },
@@ -615,7 +621,7 @@ describe('gRPC admin API', () => {
   it('serves reflection: a client with no .proto files lists the services and calls the API from reflected descriptors', async () => {
     const reflectionDef = loadSync('grpc/reflection/v1alpha/reflection.proto', {
       ...LOADER,
-      includeDirs: [resolve(__dirname, '..', '..', 'node_modules', '@grpc', 'reflection', 'build', 'proto')],
+      includeDirs: [resolve(__dirname, '..', '..', 'schemas', 'proto')],
     });
     const reflectionPkg = loadPackageDefinition(reflectionDef) as unknown as {
       grpc: {
@@ -678,7 +684,7 @@ describe('gRPC admin API', () => {
       dynamic.GetJob!({ job_id: 'acme-3' }, md, (e, r) => (e ? fail(e) : done(r))),
     );
     expect(got).toMatchObject({ job_id: 'acme-3', tenant_id: 'acme' });
-    // Descriptor-built clients see map fields as their entries.
+    // protobufjs, building types from a descriptor set, gives map fields as their repeated entries.
     expect(got.labels).toEqual([{ key: 'team', value: 'platform' }]);
     dynamic.close();
     reflection.close();

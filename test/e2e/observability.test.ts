@@ -6,6 +6,7 @@
  * log lines carry the occurrence and its trace and never the payload; readiness says whether
  * PostgreSQL and Kafka answer, on HTTP and on the gRPC health service alike.
  */
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { shardOf } from '@tickwork/domain';
@@ -16,6 +17,7 @@ import { testDatabase, type TestDatabase } from '../support/db';
 import { eventually, freePort, isolate, type Isolation } from '../support/env';
 import { testKafkaBus, TopicTap } from '../support/kafka';
 import { WebhookReceiver } from '../support/receiver';
+import { OpenApiContract } from '../support/openapi';
 import { seedJobs } from '../support/seed';
 
 /** OTLP span kinds. */
@@ -167,14 +169,37 @@ function parseMetrics(text: string): Sample[] {
   return out;
 }
 
-async function scrape(app: AppProcess): Promise<Sample[]> {
-  const res = await fetch(`${app.url}/metrics`);
+/** Scrapes an app's /metrics (through `get`, e.g. the API's document-checking fetch, when given). */
+async function scrape(app: AppProcess, get: typeof fetch = fetch): Promise<Sample[]> {
+  const res = await get(`${app.url}/metrics`);
   expect(res.status).toBe(200);
   return parseMetrics(await res.text());
 }
 
 const pick = (samples: readonly Sample[], name: string, labels: Record<string, string> = {}) =>
   samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
+
+/** `promtool check metrics` (Prometheus's own linter) on a scrape: its exit code and complaints. */
+function promtoolCheckMetrics(text: string): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('promtool', ['check', 'metrics'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (c: Buffer) => (output += c.toString('utf8')));
+    child.stderr.on('data', (c: Buffer) => (output += c.toString('utf8')));
+    child.once('error', (e) =>
+      reject(new Error(`promtool is not installed (apt-get install prometheus): ${e.message}`)),
+    );
+    child.once('close', (code) => resolve({ code, output }));
+    child.stdin.end(text);
+  });
+}
+
+/** The Prometheus name suffix each unit calls for (OpenTelemetry's Prometheus compatibility rules). */
+const UNIT_SUFFIX: Record<string, { suffix: string; gaugesOnly?: boolean }> = {
+  s: { suffix: '_seconds' },
+  By: { suffix: '_bytes' },
+  '1': { suffix: '_ratio', gaugesOnly: true },
+};
 
 /**
  * Waits until every span of the trace has its parent collected (an app exports a parent span
@@ -224,9 +249,12 @@ describe('observability', () => {
   let apps: AppProcess[] = [];
   let grpcAddress: string;
   let firesTopic: string;
+  /** The served OpenAPI document, which every REST response of the API is checked against. */
+  let contract: OpenApiContract;
+  let apiFetch: typeof fetch;
 
   const postJob = async (body: Record<string, unknown>) => {
-    const res = await fetch(`${api.url}/v1/jobs`, {
+    const res = await apiFetch(`${api.url}/v1/jobs`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(body),
@@ -255,6 +283,8 @@ describe('observability', () => {
     api = startApp('api', env, await freePort());
     apps = [api];
     await api.ready();
+    contract = await OpenApiContract.served(api.url);
+    apiFetch = contract.fetch(api.url);
     scheduler = startApp('scheduler', env, await freePort());
     executor = startApp('executor', env, await freePort());
     apps.push(scheduler, executor);
@@ -416,7 +446,7 @@ describe('observability', () => {
       schedule: { kind: 'once', at: new Date(Date.now() + 3_600_000).toISOString() },
       target: { type: 'webhook', url: receiver.url('/hook') },
     });
-    const res = await fetch(`${api.url}/v1/jobs/${job.job_id}/trigger`, { method: 'POST' });
+    const res = await apiFetch(`${api.url}/v1/jobs/${job.job_id}/trigger`, { method: 'POST' });
     expect(res.status).toBeLessThan(300);
     const message = await eventually(
       'the triggered fire on the fires topic',
@@ -578,8 +608,8 @@ describe('observability', () => {
     expect(pick(samples, 'tickwork_outbox_pending')).toHaveLength(4);
     expect(pick(samples, 'tickwork_due_backlog')).toHaveLength(4);
     // Process basics from the runtime instrumentation.
-    expect(pick(samples, 'nodejs_eventloop_delay_p99').length).toBeGreaterThan(0);
-    expect(pick(samples, 'v8js_memory_heap_used').length).toBeGreaterThan(0);
+    expect(pick(samples, 'nodejs_eventloop_delay_p99_seconds').length).toBeGreaterThan(0);
+    expect(pick(samples, 'v8js_memory_heap_used_bytes').length).toBeGreaterThan(0);
 
     // Consumer lag per group and partition: every fires partition of the executor group, each
     // between 0 and the messages on that partition (what is uncommitted of them, no more).
@@ -611,7 +641,7 @@ describe('observability', () => {
     expect(commandsLag.reduce((n, l) => n + l.value, 0)).toBeLessThanOrEqual(1);
 
     // The API measures its requests by route template.
-    const http = pick(await scrape(api), 'http_server_request_duration_count', {
+    const http = pick(await scrape(api, apiFetch), 'http_server_request_duration_seconds_count', {
       http_request_method: 'POST',
       http_route: '/v1/jobs',
       http_response_status_code: '201',
@@ -717,8 +747,81 @@ describe('observability', () => {
     }
   });
 
+  it('exports conventional Prometheus names: promtool check metrics passes on every app, and units are name suffixes', async () => {
+    // One gRPC call of its own, so the RPC histogram has a series whatever ran before.
+    const client = new AdminTestClient(grpcAddress);
+    try {
+      await client.call('GetJob', { job_id: 'no-such-job' });
+    } finally {
+      client.close();
+    }
+    // Series each app must have, under their unit-suffixed names (GC and event-loop delay are
+    // sampled on timers: waited for, bounded).
+    const expected: [AppProcess, string[]][] = [
+      [
+        api,
+        [
+          'http_server_request_duration_seconds_bucket',
+          'rpc_server_call_duration_seconds_bucket',
+          'v8js_gc_duration_seconds_bucket',
+          'nodejs_eventloop_delay_p99_seconds',
+          'nodejs_eventloop_utilization_ratio',
+          'v8js_memory_heap_used_bytes',
+        ],
+      ],
+      [
+        scheduler,
+        [
+          'nodejs_eventloop_delay_p99_seconds',
+          'nodejs_eventloop_time_seconds_total',
+          'v8js_memory_heap_used_bytes',
+        ],
+      ],
+      [
+        executor,
+        [
+          'nodejs_eventloop_delay_p99_seconds',
+          'nodejs_eventloop_time_seconds_total',
+          'v8js_memory_heap_used_bytes',
+        ],
+      ],
+    ];
+    for (const [app, names] of expected) {
+      const text = await eventually(`${app.name} to export ${names.join(', ')}`, async () => {
+        const res = await (app === api ? apiFetch : fetch)(`${app.url}/metrics`);
+        const body = await res.text();
+        const present = new Set(parseMetrics(body).map((x) => x.name));
+        return names.every((n) => present.has(n)) ? body : undefined;
+      });
+      const lint = await promtoolCheckMetrics(text);
+      expect({ app: app.name, ...lint }).toEqual({ app: app.name, code: 0, output: '' });
+
+      // Every metric that states a unit carries it in its name (what OpenMetrics requires).
+      const types = new Map([...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => [m[1]!, m[2]!]));
+      const units = [...text.matchAll(/^# UNIT (\S+) (\S+)$/gm)].map((m) => [m[1]!, m[2]!] as const);
+      expect(units.length).toBeGreaterThan(5);
+      const unsuffixed = units.filter(([name, unit]) => {
+        const rule = UNIT_SUFFIX[unit];
+        const type = types.get(name);
+        if (!rule || (rule.gaugesOnly && type !== 'gauge')) return false;
+        return !name.replace(/_total$/, '').endsWith(rule.suffix);
+      });
+      expect({ app: app.name, unsuffixed }).toEqual({ app: app.name, unsuffixed: [] });
+      // The old names are gone.
+      const present = new Set(parseMetrics(text).map((x) => x.name));
+      for (const old of [
+        'http_server_request_duration_bucket',
+        'rpc_server_call_duration_bucket',
+        'v8js_gc_duration_bucket',
+        'nodejs_eventloop_delay_p99',
+        'v8js_memory_heap_used',
+      ])
+        expect(present.has(old)).toBe(false);
+    }
+  });
+
   it('is ready when PostgreSQL and Kafka answer, and says so the same way on HTTP and gRPC', async () => {
-    const ready = await fetch(`${api.url}/health/ready`);
+    const ready = await apiFetch(`${api.url}/health/ready`);
     expect(ready.status).toBe(200);
     expect(await ready.json()).toEqual({ status: 'ready', checks: { postgres: 'up', kafka: 'up' } });
     const schedulerReady = (await (await fetch(`${scheduler.url}/health/ready`)).json()) as {
@@ -746,7 +849,16 @@ describe('observability', () => {
       const body = await eventually(
         'the API to answer its readiness probe',
         async () => {
+          // Connection refused while it starts; an answer that breaks the document fails the test.
           const res = await fetch(`${lonely.url}/health/ready`).catch(() => undefined);
+          if (res)
+            contract.assert({
+              method: 'GET',
+              url: '/health/ready',
+              status: res.status,
+              contentType: res.headers.get('content-type'),
+              body: await res.clone().text(),
+            });
           return res
             ? { status: res.status, body: (await res.json()) as { checks?: Record<string, string> } }
             : undefined;

@@ -51,7 +51,7 @@ interface Dashboard {
 const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as Dashboard;
 
 /** Metrics the apps export besides Tickwork's catalog: Prometheus's own and the runtime instrumentation's. */
-const EXTERNAL = new Set(['up', 'nodejs_eventloop_delay_p99', 'v8js_memory_heap_used']);
+const EXTERNAL = new Set(['up', 'nodejs_eventloop_delay_p99_seconds', 'v8js_memory_heap_used_bytes']);
 const known = new Set([
   ...METRIC_CATALOG,
   ...EXTERNAL,

@@ -13,6 +13,7 @@ import { JobService, ScheduleCommandHandler } from '@tickwork/jobs';
 import { planDueOccurrences, TenantTokenBuckets, type ShardEpoch } from '@tickwork/domain';
 import {
   CommandCodec,
+  isBrokerError,
   type MessageConsumer,
   type MessageProducer,
   type InboundBatch,
@@ -264,7 +265,8 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
       },
       onError: (e) => {
         this.metrics.error('fire-loop');
-        if (!isSessionLoss(e)) {
+        // A broker's connection error looks like a session's (ECONNREFUSED): it is not one.
+        if (!isSessionLoss(e) || isBrokerError(e)) {
           this.log.error(`fire loop: ${e.message}`);
           return;
         }

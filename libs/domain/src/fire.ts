@@ -16,6 +16,12 @@ export interface FireEvent {
   readonly attempt: number;
   readonly target: Target;
   readonly payload: JsonValue;
+  /**
+   * When the job came due for this fire, when that is earlier than `scheduledFor`: a `FIRE_ONCE`
+   * fire that coalesced missed occurrences has been due since the first of them. Executors start
+   * overdue fires in this order (a Kafka header; not part of the Avro event).
+   */
+  readonly dueSince?: Date;
 }
 
 export type FireOutcome = 'SUCCEEDED' | 'FAILED' | 'RETRYING' | 'DEAD_LETTERED' | 'SKIPPED';

@@ -418,21 +418,27 @@ describe('PartitionFlow', () => {
       ]);
     });
 
-    it('gathers the slots a settling group frees into the next group, across partitions', async () => {
+    it('gathers the slots a settling group frees into one group across partitions, in due order', async () => {
       const proc = new GroupingProcessor();
       const slots = new Slots(4);
       const flow = new PartitionFlow(new Control(), slots, proc);
-      const a = batchOf('fires', 0, [1, 2, 3, 4, 5, 6, 7, 8]);
-      const b = batchOf('fires', 1, [11, 12, 13]);
+      const now = Date.now();
+      // On time (started at once), due a few ms apart: partition 1's interleave with partition 0's.
+      const a = batchOf('fires', 0, [1, 2, 3, 4, 5, 6, 7, 8], (o) => ({
+        'tickwork-due-at': String(now + o * 10),
+      }));
+      const b = batchOf('fires', 1, [11, 12, 13], (o) => ({
+        'tickwork-due-at': String(now + (o - 10) * 10 + 55),
+      }));
       await flow.onBatch(a.batch);
       await flow.onBatch(b.batch);
       expect(proc.groups).toEqual([['1', '2', '3', '4']]);
       for (const o of ['1', '2', '3', '4']) proc.finish(o);
       await tick();
       await tick();
-      // Each waiting partition was handed a slot; the rest of the freed slots joined them, so
-      // they went out as one group per partition, not one message each.
-      expect(proc.groups.slice(1)).toEqual([['5', '6', '7'], ['11']]);
+      // The four freed slots went out as one group, not one message each, to the most overdue
+      // fires of both partitions: 5 (due +50 ms), 6 (+60), 11 (+65), 7 (+70).
+      expect(proc.groups.slice(1)).toEqual([['5', '6', '11', '7']]);
       expect(slots.inUse()).toBe(4);
       while (proc.running().length > 0) {
         for (const o of proc.running()) proc.finish(o);
@@ -462,6 +468,41 @@ describe('PartitionFlow', () => {
       await tick();
       expect(proc.started).not.toContain('11');
       expect(slots.inUse()).toBe(0);
+    });
+
+    it('starts a backlog of several partitions in due order across them, as far as the slots go', async () => {
+      const proc = new GroupingProcessor();
+      const slots = new Slots(4);
+      const flow = new PartitionFlow(new Control(), slots, proc);
+      const base = Date.now() - 60_000;
+      // Each partition's backlog spans the outage; together they interleave by due time.
+      const due = (o: number) => ({ 'tickwork-due-at': String(base + (o % 10) * 1_000) });
+      const a = batchOf('fires', 0, [10, 12, 14, 16], due);
+      const b = batchOf('fires', 1, [21, 23, 25, 27], due);
+      await flow.onBatch(a.batch);
+      await flow.onBatch(b.batch);
+      expect(proc.started).toEqual([]); // merged on the next turn
+      await tick();
+      // The four most overdue of both partitions (due 0, 1, 2, 3 s), not partition 0's four.
+      expect([...proc.started].sort()).toEqual(['10', '12', '21', '23']);
+      // As slots free up, the partition whose next fire is most overdue is served first.
+      proc.finish('10');
+      await tick();
+      await tick();
+      expect(proc.started.at(-1)).toBe('14');
+      proc.finish('12');
+      await tick();
+      await tick();
+      expect(proc.started.at(-1)).toBe('25');
+    });
+
+    it('starts fires that are on time at once, without waiting to merge them', async () => {
+      const proc = new GroupingProcessor();
+      const flow = new PartitionFlow(new Control(), new Slots(4), proc);
+      await flow.onBatch(
+        batchOf('fires', 0, [1, 2], () => ({ 'tickwork-due-at': String(Date.now()) })).batch,
+      );
+      expect(proc.started).toEqual(['1', '2']);
     });
   });
 });

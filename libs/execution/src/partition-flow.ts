@@ -16,7 +16,10 @@
  * bound: a backlog waits in Kafka, not here), and resumes below both.
  *
  * Messages are handed to the processor with bounded concurrency (the shared Slots), in partition
- * order. A message that must wait — a retry before its not-before, a run leased elsewhere, an
+ * order. Across partitions they start in order of due time (the `tickwork-due-at` header, else the
+ * message's timestamp): the batches one fetch brings are merged by due time into the free slots,
+ * and a partition waiting for a slot waits with the due time of its next message, so after an
+ * outage the most overdue fires of all partitions start first. A message that must wait — a retry before its not-before, a run leased elsewhere, an
  * infrastructure error — is parked on a timer without a slot, and the messages after it go on.
  * Per job (the message key), fires start in partition order: one of a job that is parked before
  * its first start holds the later ones of the same job, and only those. Once started, fires of one
@@ -42,8 +45,8 @@ export interface MessageProcessor {
   /** Processes one message; a throw is treated as a transient failure and retried with backoff. */
   process(message: InboundMessage, signal: AbortSignal): Promise<ProcessResult>;
   /**
-   * Processes messages of one partition together, one result each (as `process` would give it),
-   * each settling on its own. Absent: `process` for each.
+   * Processes messages together (of one partition, or of several in due order), one result each
+   * (as `process` would give it), each settling on its own. Absent: `process` for each.
    */
   processMany?(messages: readonly InboundMessage[], signal: AbortSignal): Promise<ProcessResult>[];
 }
@@ -80,6 +83,8 @@ interface Entry {
   job: string | undefined;
   /** The next message of the same job, blocked until this one is queued to start. */
   successor: Entry | undefined;
+  /** When the fire came due (epoch ms): slots go to the most overdue first. */
+  readonly due: number;
 }
 
 /** One fetched batch's messages, in offset order; `resolved` of them (a prefix) are done. */
@@ -111,7 +116,6 @@ class PartitionWork {
   waitingForSlot = false;
   /** Slots handed to this partition by a release and not used yet (see pump). */
   granted = 0;
-  pumpScheduled = false;
   discarded = false;
   /**
    * Per job, the latest message not started yet that is parked or blocked: a later message of
@@ -139,6 +143,8 @@ const ERROR_BACKOFF_MS = { initial: 500, max: 30_000 };
 const UNFINISHED_BYTES = 768;
 const DONE_BYTES = 100;
 const DEFAULT_MAX_HELD_BYTES = 2 * 1024 * 1024;
+/** A batch whose first fire is overdue by this much is a backlog: merged with the others by due time. */
+const BACKLOG_AGE_MS = 1_000;
 
 export interface FlowStats {
   /** Partitions holding messages. */
@@ -163,6 +169,9 @@ export class PartitionFlow {
   private running = 0;
   private parked = 0;
   private lastBatch: InboundBatch | undefined;
+  /** Partitions given a batch since the last dispatch: started together, merged by due time. */
+  private readonly fresh = new Set<PartitionWork>();
+  private dispatchScheduled = false;
   private readonly abort = new AbortController();
   private idle: (() => void)[] = [];
   private readonly maxHeldBytes: number;
@@ -216,6 +225,7 @@ export class PartitionFlow {
         failures: 0,
         job: undefined,
         successor: undefined,
+        due: dueOf(message),
       };
     }
     w.chunks.push(chunk);
@@ -224,7 +234,78 @@ export class PartitionFlow {
     w.batch = batch;
     w.next = Number(messages[messages.length - 1]!.offset) + 1;
     for (const e of chunk.entries) this.route(w, e);
-    this.pump(w);
+    // A backlog (fires overdue) starts on the next turn, merged by due time with the other
+    // partitions' batches of the same fetch; fires on time start at once.
+    if (!this.dispatchScheduled && chunk.entries[0]!.due >= this.now() - BACKLOG_AGE_MS) {
+      this.pump(w);
+      return;
+    }
+    this.fresh.add(w);
+    if (!this.dispatchScheduled) {
+      this.dispatchScheduled = true;
+      setImmediate(() => this.dispatchFresh());
+    }
+  }
+
+  /**
+   * Starts the partitions that were given batches (or slots) since the last dispatch: their ready
+   * messages, merged by due time (each partition's own order kept), go to the processor as one
+   * group as far as the slots go, so a backlog of several partitions starts most overdue first and
+   * shares one ledger write; what does not fit waits for slots by due time.
+   */
+  private dispatchFresh(): void {
+    this.dispatchScheduled = false;
+    const parts = [...this.fresh];
+    this.fresh.clear();
+    // Slots handed to these partitions are pooled: whichever partition's fire is most overdue uses them.
+    let slots = 0;
+    for (const w of parts) {
+      slots += w.granted;
+      w.granted = 0;
+    }
+    const live = parts.filter((w) => !w.discarded && w.ready.length > 0);
+    if (this.processor.processMany && !this.stopping && !this.suspended && live.length > 0) {
+      const taken = new Map<PartitionWork, number>(live.map((w) => [w, 0]));
+      const picked: { w: PartitionWork; e: Entry }[] = [];
+      while (picked.length < MAX_GROUP) {
+        let best: PartitionWork | undefined;
+        let bestDue = Infinity;
+        for (const w of live) {
+          const i = taken.get(w)!;
+          if (i < w.ready.length && w.ready[i]!.due < bestDue) {
+            best = w;
+            bestDue = w.ready[i]!.due;
+          }
+        }
+        if (best === undefined) break;
+        if (slots === 0) {
+          if (!this.slots.tryAcquire()) break;
+          slots++;
+        }
+        slots--;
+        const i = taken.get(best)!;
+        picked.push({ w: best, e: best.ready[i]! });
+        taken.set(best, i + 1);
+      }
+      for (const [w, n] of taken) w.ready.splice(0, n);
+      if (picked.length > 0) this.runAcross(picked);
+    }
+    for (; slots > 0; slots--) this.slots.release();
+    for (const w of parts) this.pump(w);
+  }
+
+  /** Runs messages of several partitions as one group (processMany), each holding a slot taken for it. */
+  private runAcross(picked: readonly { w: PartitionWork; e: Entry }[]): void {
+    let results: Promise<ProcessResult>[];
+    try {
+      results = this.processor.processMany!(
+        picked.map((p) => p.e.message!),
+        this.abort.signal,
+      );
+    } catch (err) {
+      results = picked.map(() => Promise.reject(err));
+    }
+    picked.forEach((p, i) => this.settleWhenDone(p.w, p.e, results[i]!));
   }
 
   /** The group started a rebalance: stop marking offsets until the new assignment is known. */
@@ -406,20 +487,19 @@ export class PartitionFlow {
             if (this.processor.processMany) {
               // Slots free up many at a time (a group settles together): keep this one and pump
               // once they have, so the freed slots go out as a group, not one message each.
+              // The partitions handed slots in one turn start together, most overdue first.
               w.granted++;
-              if (!w.pumpScheduled) {
-                w.pumpScheduled = true;
-                setImmediate(() => {
-                  w.pumpScheduled = false;
-                  this.pump(w);
-                });
+              this.fresh.add(w);
+              if (!this.dispatchScheduled) {
+                this.dispatchScheduled = true;
+                setImmediate(() => this.dispatchFresh());
               }
               return;
             }
             const e = w.ready.shift()!;
             this.run(w, e);
             this.pump(w);
-          });
+          }, w.ready[0]!.due);
         }
         break;
       }
@@ -572,6 +652,16 @@ export class PartitionFlow {
 
 function keyOf(topic: string, partition: number): string {
   return `${topic}|${partition}`;
+}
+
+/** The header a fire event carries its due time in (epoch ms; see FirePublisher). */
+const DUE_AT_HEADER = 'tickwork-due-at';
+
+/** When a message's fire came due: its `tickwork-due-at` header, else when it was produced. */
+function dueOf(message: InboundMessage): number {
+  const header = message.headers[DUE_AT_HEADER];
+  const due = header === undefined ? NaN : Number(header);
+  return Number.isFinite(due) ? due : message.timestamp;
 }
 
 /** The job of a message (its key), kept on the entry; none for a message without a key. */

@@ -98,7 +98,8 @@ export class JobHistoryService {
   ): Promise<{ deadLetters: DeadLetterEntry[]; nextPageToken: string }> {
     const tenantId = tenantScope(caller, req.tenantId, 'tenant_id');
     const limit = pageSize(req.pageSize);
-    const pos = decodePageToken(req.pageToken, 'dead-letters');
+    const filters = { tenant_id: tenantId, job_id: req.jobId };
+    const pos = decodePageToken(req.pageToken, 'dead-letters', filters);
     const before =
       pos &&
       typeof pos.atMicros === 'string' &&
@@ -116,7 +117,8 @@ export class JobHistoryService {
     const last = shown[shown.length - 1];
     return {
       deadLetters: shown,
-      nextPageToken: rows.length > limit && last ? encodePageToken('dead-letters', { ...last.cursor }) : '',
+      nextPageToken:
+        rows.length > limit && last ? encodePageToken('dead-letters', { ...last.cursor }, filters) : '',
     };
   }
 

@@ -145,7 +145,16 @@ export class JobService {
     )
       throw new ValidationError([{ field: 'target_type', message: 'must be one of webhook, kafka' }]);
     const limit = pageSize(req.pageSize);
-    const position = decodePageToken(req.pageToken, 'jobs');
+    // The token is bound to the effective filters (the tenant scope as resolved, not as asked).
+    const filters = {
+      tenant_id: tenantId,
+      status,
+      label: req.labels ?? {},
+      label_not: req.labelsNot ?? {},
+      job_id_prefix: req.jobIdPrefix || undefined,
+      target_type: req.targetType || undefined,
+    };
+    const position = decodePageToken(req.pageToken, 'jobs', filters);
     const after = typeof position?.after === 'string' ? position.after : undefined;
     const { jobs, cut, scannedTo } = await this.jobs.listJobs({
       tenantId,
@@ -166,7 +175,7 @@ export class JobService {
       (jobs.length > limit || cut) && last ? last.jobId : scannedTo !== null ? scannedTo : undefined;
     return {
       jobs: page,
-      nextPageToken: next !== undefined ? encodePageToken('jobs', { after: next }) : '',
+      nextPageToken: next !== undefined ? encodePageToken('jobs', { after: next }, filters) : '',
     };
   }
 

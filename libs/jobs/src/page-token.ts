@@ -1,26 +1,75 @@
-/** Opaque page tokens: base64url JSON tagged with what they page, validated on the way back in. */
+/**
+ * Opaque page tokens: base64url JSON tagged with what they page and a digest of the listing's
+ * filters, validated on the way back in, so a token is only good for the listing that issued it.
+ */
+import { createHash } from 'node:crypto';
 import { ValidationError } from '@tickwork/domain';
 
-/** Encodes a position for `kind` listings. */
-export function encodePageToken(kind: string, position: Record<string, string | number>): string {
-  return Buffer.from(JSON.stringify({ k: kind, ...position }), 'utf8').toString('base64url');
+/** The filters a listing was asked with (absent ones left out or undefined); labels in any order. */
+export type PageFilters = Readonly<Record<string, string | Readonly<Record<string, string>> | undefined>>;
+
+/** A short digest of the filters: key and label order do not matter; absent, '' and {} are the same. */
+export function filtersDigest(filters: PageFilters): string {
+  const canonical = Object.keys(filters)
+    .filter((k) => {
+      const v = filters[k];
+      return v !== undefined && v !== '' && (typeof v === 'string' || Object.keys(v).length > 0);
+    })
+    .sort()
+    .map((k) => {
+      const v = filters[k]!;
+      return [
+        k,
+        typeof v === 'string'
+          ? v
+          : Object.keys(v)
+              .sort()
+              .map((l) => [l, v[l]]),
+      ];
+    });
+  return createHash('sha256').update(JSON.stringify(canonical)).digest('base64url').slice(0, 16);
 }
 
-/** Decodes a token issued for `kind`; INVALID_ARGUMENT on anything else. Empty means the first page. */
+/** Encodes a position for `kind` listings asked with `filters`. */
+export function encodePageToken(
+  kind: string,
+  position: Record<string, string | number>,
+  filters: PageFilters = {},
+): string {
+  return Buffer.from(JSON.stringify({ k: kind, f: filtersDigest(filters), ...position }), 'utf8').toString(
+    'base64url',
+  );
+}
+
+/**
+ * Decodes a token issued for `kind` with the same `filters`; INVALID_ARGUMENT naming `field` on
+ * anything else (another listing, other filters, not a token). Empty means the first page.
+ */
 export function decodePageToken(
   token: string | undefined,
   kind: string,
+  filters: PageFilters = {},
   field = 'page_token',
 ): Record<string, unknown> | undefined {
   if (token === undefined || token === '') return undefined;
+  let v: unknown;
   try {
-    const v = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as unknown;
-    if (v && typeof v === 'object' && !Array.isArray(v) && (v as { k?: unknown }).k === kind)
-      return v as Record<string, unknown>;
+    v = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as unknown;
   } catch {
-    // fall through
+    v = undefined;
   }
-  throw new ValidationError([{ field, message: 'is not a page token issued by this listing' }]);
+  if (!v || typeof v !== 'object' || Array.isArray(v) || (v as { k?: unknown }).k !== kind)
+    throw new ValidationError([{ field, message: 'is not a page token issued by this listing' }]);
+  if ((v as { f?: unknown }).f !== filtersDigest(filters)) {
+    const named = Object.keys(filters).sort().join(', ');
+    throw new ValidationError([
+      {
+        field,
+        message: `was issued for other filters${named ? ` (${named})` : ''}: ask for the next page with the filters of the first`,
+      },
+    ]);
+  }
+  return v as Record<string, unknown>;
 }
 
 /** Page size: default 50, 1..1000. */

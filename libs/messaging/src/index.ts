@@ -12,7 +12,7 @@ export type {
   TopicDescription,
   TopicSpec,
 } from './ports';
-export { createKafkaBus, type KafkaConnection, type BusLogger } from './kafkajs/kafkajs-bus';
+export { createKafkaBus, isBrokerError, type KafkaConnection, type BusLogger } from './kafkajs/kafkajs-bus';
 export { tickworkTopicSpecs, provisionTopics, TopicLayoutError, type TopicLayout } from './topics';
 export {
   EventCodecs,

@@ -258,7 +258,7 @@ export class FireLoop {
     for (const b of lost) this.publishingBatches.delete(b);
     this.unsent = keep;
     if (keep.length === 0) return;
-    const sorted = [...keep].sort((a, b) => a.event.scheduledFor.getTime() - b.event.scheduledFor.getTime());
+    const sorted = [...keep].sort((a, b) => dueTime(a) - dueTime(b));
     await this.enqueue(sorted, false);
     this.unsent = [];
     for (const b of new Set(keep.map((f) => f.batchId))) this.publishingBatches.delete(b);
@@ -315,4 +315,9 @@ export function releaseThrough(publisher: FirePublisher): OnTimeRelease {
     },
     RELEASE_GRACE_MS,
   );
+}
+
+/** When a claimed fire came due: a coalesced fire since its first missed occurrence. */
+function dueTime(f: ClaimedFire): number {
+  return (f.event.dueSince ?? f.event.scheduledFor).getTime();
 }

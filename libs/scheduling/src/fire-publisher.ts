@@ -48,7 +48,7 @@ export class FirePublisher {
         parent,
       );
       const headers = injectTraceContext(
-        { 'tickwork-fire-id': f.fireId, 'tickwork-attempt': String(f.attempt) },
+        { 'tickwork-fire-id': f.fireId, 'tickwork-attempt': String(f.attempt), [DUE_AT_HEADER]: dueAtOf(f) },
         contextWithSpan(parent, span),
       );
       return { fire: f, span, headers };
@@ -97,8 +97,16 @@ export class FirePublisher {
           ...boundTraceContext(f),
           'tickwork-fire-id': f.fireId,
           'tickwork-attempt': String(f.attempt),
+          [DUE_AT_HEADER]: dueAtOf(f),
         },
       })),
     );
   }
+}
+
+/** The header that tells executors when a fire came due (epoch ms): they start the most overdue first. */
+const DUE_AT_HEADER = 'tickwork-due-at';
+
+function dueAtOf(f: FireEvent): string {
+  return String((f.dueSince ?? f.scheduledFor).getTime());
 }

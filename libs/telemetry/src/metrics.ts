@@ -1,11 +1,13 @@
 /**
  * Tickwork's metrics: one catalog of names, and the instruments each app records through. Names
- * are OpenTelemetry names; on /metrics they appear with dots as underscores and counters with
- * `_total` (METRIC_CATALOG lists the Prometheus names the dashboard and alert rules use).
+ * are OpenTelemetry names; on /metrics they appear with dots as underscores, their unit as a suffix
+ * (`_seconds`) and counters with `_total` (METRIC_CATALOG lists the Prometheus names the dashboard
+ * and alert rules use).
  * Instruments are made from the global meter, so construct these classes after startTelemetry.
  */
 import { metrics, ValueType, type Attributes, type Meter } from '@opentelemetry/api';
 import { Attr } from './attributes';
+import { withUnitSuffix } from './prometheus-names';
 import type { FireIdentity } from './tracing';
 import type { TenantLabels } from './tenant-labels';
 
@@ -92,10 +94,23 @@ const KINDS: Record<keyof typeof METRICS, Kind> = {
   rpcServerDuration: 'histogram',
 };
 
-/** The Prometheus series names of every metric (histograms: _bucket, _sum, _count). */
+/** The units of the metrics that have one (the others are counts). */
+const UNITS: Partial<Record<keyof typeof METRICS, string>> = {
+  enqueueLateness: 's',
+  startLateness: 's',
+  dueOldestAge: 's',
+  outboxOldestAge: 's',
+  clusterSampleAge: 's',
+  targetDuration: 's',
+  httpServerDuration: 's',
+  rpcServerDuration: 's',
+};
+
+/** The Prometheus series names of every metric (histograms: _bucket, _sum, _count), with unit suffixes. */
 export const METRIC_CATALOG: readonly string[] = Object.entries(METRICS).flatMap(([key, name]) => {
-  const base = name.replace(/[^a-zA-Z0-9_:]/g, '_');
-  switch (KINDS[key as keyof typeof METRICS]) {
+  const kind = KINDS[key as keyof typeof METRICS];
+  const base = withUnitSuffix(name, UNITS[key as keyof typeof METRICS], kind === 'gauge');
+  switch (kind) {
     case 'counter':
       return [`${base}_total`];
     case 'histogram':

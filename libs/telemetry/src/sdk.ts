@@ -5,7 +5,8 @@
  *   OTEL_EXPORTER_OTLP_PROTOCOL); otherwise no tracer provider is registered and spans are no-ops.
  *   The W3C propagator is always registered, so a trace context that arrives is passed on.
  * - metrics: one MeterProvider whose Prometheus reader the app serves on its own /metrics, plus
- *   event-loop delay, heap and GC metrics from @opentelemetry/instrumentation-runtime-node.
+ *   event-loop delay, heap and GC metrics from @opentelemetry/instrumentation-runtime-node. Names
+ *   carry their unit as Prometheus names do (`_seconds`, `_bytes`; see prometheus-names.ts).
  * - logs: pino (see logger.ts); OpenTelemetry diagnostics go to it as warnings.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -14,10 +15,12 @@ import { diag, DiagLogLevel } from '@opentelemetry/api';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { RuntimeNodeInstrumentation } from '@opentelemetry/instrumentation-runtime-node';
 import { defaultResource, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
+import { DataPointType, type CollectionResult, type MetricData } from '@opentelemetry/sdk-metrics';
 import { NodeSDK } from '@opentelemetry/sdk-node';
 import { loadTelemetryConfig, type TelemetryConfig } from './config';
 import { createLogger, PinoNestLogger, type Logger } from './logger';
 import { PlainContextManager } from './plain-context';
+import { withUnitSuffix } from './prometheus-names';
 import { TenantLabels } from './tenant-labels';
 import { setSpansRecorded } from './tracing';
 
@@ -49,6 +52,37 @@ export interface Telemetry {
 
 let started: Telemetry | undefined;
 
+/** A metric renamed with its unit suffix (gauges: also non-monotonic sums, which Prometheus shows as gauges). */
+function unitSuffixed(metric: MetricData): MetricData {
+  const gauge =
+    metric.dataPointType === DataPointType.GAUGE ||
+    (metric.dataPointType === DataPointType.SUM && !metric.isMonotonic);
+  const name = withUnitSuffix(metric.descriptor.name, metric.descriptor.unit, gauge);
+  return name === metric.descriptor.name ? metric : { ...metric, descriptor: { ...metric.descriptor, name } };
+}
+
+/**
+ * The Prometheus exporter, with unit suffixes on the names it serves: the JavaScript exporter
+ * leaves them off (`http_server_request_duration` for a histogram in seconds), against the
+ * OpenTelemetry compatibility rules and Prometheus's conventions. Its scrape handler collects
+ * through collect(), so renaming here renames every served series.
+ */
+class UnitSuffixedPrometheusExporter extends PrometheusExporter {
+  override async collect(options?: Parameters<PrometheusExporter['collect']>[0]): Promise<CollectionResult> {
+    const result = await super.collect(options);
+    return {
+      ...result,
+      resourceMetrics: {
+        ...result.resourceMetrics,
+        scopeMetrics: result.resourceMetrics.scopeMetrics.map((scope) => ({
+          ...scope,
+          metrics: scope.metrics.map(unitSuffixed),
+        })),
+      },
+    };
+  }
+}
+
 /** Starts the SDK for this process (idempotent: a second call returns the first instance). */
 export function startTelemetry(opts: TelemetryOptions): Telemetry {
   if (started) return started;
@@ -73,7 +107,7 @@ export function startTelemetry(opts: TelemetryOptions): Telemetry {
     DiagLogLevel.WARN,
   );
 
-  const prometheus = new PrometheusExporter({ preventServerStart: true, withoutScopeInfo: true });
+  const prometheus = new UnitSuffixedPrometheusExporter({ preventServerStart: true, withoutScopeInfo: true });
   const sdk = new NodeSDK({
     serviceName,
     // Attributes known synchronously (plus OTEL_RESOURCE_ATTRIBUTES): the host and process detectors

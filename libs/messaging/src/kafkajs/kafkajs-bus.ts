@@ -10,6 +10,7 @@ import {
   Kafka,
   logLevel,
   type Consumer,
+  type ConsumerRunConfig,
   type IHeaders,
   type KafkaConfig as KafkajsConfig,
   type LogEntry,
@@ -73,6 +74,12 @@ const CLIENT_MAX_RETRY_MS = 1_000;
  * (~25 s at the 1 s cap): a restart delay is the last backoff, so it stays within the cap too.
  */
 const CONSUMER_RETRIES = 30;
+
+/** Whether `e` came from the Kafka client (a broker unreachable, a request refused), not from elsewhere. */
+export function isBrokerError(e: unknown): boolean {
+  const name = (e as { name?: unknown } | null)?.name;
+  return typeof name === 'string' && name.startsWith('KafkaJS');
+}
 
 /** Opens a MessageBus over kafkajs. */
 export function createKafkaBus(conn: KafkaConnection, log?: BusLogger): MessageBus {
@@ -233,6 +240,9 @@ class KafkajsConsumer implements MessageConsumer {
   private committing: Promise<void> | undefined;
   /** Between the start of a rebalance and the new assignment: no commit is sent. */
   private rebalancing = false;
+  /** What `run` was given, for a restart after a crash kafkajs does not restart from. */
+  private runConfig: ConsumerRunConfig | undefined;
+  private restartTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly consumer: Consumer,
@@ -267,6 +277,9 @@ class KafkajsConsumer implements MessageConsumer {
       // kafkajs left the group before emitting this: every partition is gone.
       if (this.fetchAhead) this.assign(new Map());
       handlers.onCrash?.(e.payload.error);
+      // kafkajs restarts a consumer only after an error it counts as retriable; one that crashed
+      // while no broker answered (no group coordinator found) stayed stopped for good.
+      if (!e.payload.restart) this.restartAfterCrash(handlers);
     });
 
     // kafkajs commits resolved offsets only when a new batch arrives; handlers that finish work
@@ -278,7 +291,7 @@ class KafkajsConsumer implements MessageConsumer {
       } else void this.commitResolved?.().catch(() => undefined);
     }, 1_000);
     this.commitTimer.unref();
-    await this.consumer.run({
+    this.runConfig = {
       // Fetch-ahead: kafkajs resolves each batch as it is handed over (so the next fetch goes on
       // past it) and must not commit what it resolved: the offsets of unfinished messages.
       autoCommit: !this.fetchAhead,
@@ -338,7 +351,27 @@ class KafkajsConsumer implements MessageConsumer {
             opts?.force ? commitOffsetsIfNecessary(uncommittedOffsets()) : commitOffsetsIfNecessary(),
         });
       },
-    });
+    };
+    await this.consumer.run(this.runConfig);
+  }
+
+  /**
+   * Starts the consumer again after a crash kafkajs will not restart from (it left the group and
+   * disconnected), within the client's backoff cap, until it runs again or is stopped.
+   */
+  private restartAfterCrash(handlers: ConsumerHandlers): void {
+    if (this.stopping || this.restartTimer !== undefined || this.runConfig === undefined) return;
+    const config = this.runConfig;
+    this.restartTimer = setTimeout(() => {
+      this.restartTimer = undefined;
+      if (this.stopping) return;
+      // A failed join inside run crashes again (and comes back here). A failed connect throws: the
+      // consumer is still down, as reported, and tries again (kafkajs logs the connection error).
+      void (async () => {
+        await this.consumer.connect();
+        await this.consumer.run(config);
+      })().catch(() => this.restartAfterCrash(handlers));
+    }, CLIENT_MAX_RETRY_MS);
   }
 
   pause(topic: string, partitions?: readonly number[]): void {
@@ -351,6 +384,7 @@ class KafkajsConsumer implements MessageConsumer {
 
   async stop(): Promise<void> {
     this.stopping = true;
+    if (this.restartTimer !== undefined) clearTimeout(this.restartTimer);
     if (this.commitTimer) clearInterval(this.commitTimer);
     if (this.fetchAhead) await this.commitNow().catch(() => undefined);
     await this.consumer.disconnect();

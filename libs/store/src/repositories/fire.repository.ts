@@ -176,6 +176,10 @@ function jobWriteOf(job: ClaimableJob, p: DueOccurrencePlan): JobWrite {
       attempt: 1,
       target: job.target,
       payload: job.payload,
+      // The job has waited since its due time: a coalesced fire stands for occurrences since then.
+      ...(i === 0 && job.nextRunAt && job.nextRunAt.getTime() < f.scheduledFor.getTime()
+        ? { dueSince: job.nextRunAt }
+        : {}),
     };
     fires.push({ shard: job.shard, batchId: 0, event });
     fireRows.push({
