@@ -134,6 +134,8 @@ describe('console in a real browser', () => {
     await shot('create-invalid');
 
     await page.getByLabel('Cron expression').fill('0 9 * * MON-FRI');
+    // Editing the field takes its stale message away.
+    await fieldError.waitFor({ state: 'detached' });
     const previewFires = page.locator('.preview ol.fires li');
     await eventually(
       'the preview of 10 fires',

@@ -196,7 +196,7 @@ export function relative(iso: string, now = Date.now()): string {
   const diff = t - now;
   const abs = Math.abs(diff);
   let text: string;
-  if (abs < 1000) return 'now';
+  if (abs < 1000) return 'just now';
   if (abs < 60_000) text = `${Math.round(abs / 1000)} s`;
   else if (abs < 3_600_000) text = `${Math.floor(abs / 60_000)} min`;
   else if (abs < 86_400_000) {

@@ -206,6 +206,7 @@ function Field(props: {
   form: Form;
   set: (f: Form) => void;
   errors: Violation[];
+  clearErrors: (api: string) => void;
   hint?: string;
   type?: string;
   list?: string;
@@ -227,7 +228,11 @@ function Field(props: {
     'data-field': props.api,
   };
   const value = form[id] as string;
-  const onInput = (e: Event) => set({ ...form, [id]: (e.currentTarget as HTMLInputElement).value });
+  const onInput = (e: Event) => {
+    set({ ...form, [id]: (e.currentTarget as HTMLInputElement).value });
+    // An edited field's message is about its old value: it goes until the API says otherwise.
+    if (mine.length) props.clearErrors(props.api);
+  };
   return (
     <div class={`field ${mine.length ? 'invalid' : ''}`}>
       <label for={`f-${id}`}>{props.label}</label>
@@ -389,7 +394,12 @@ export function EditView(props: { ctx: Ctx; jobId?: string }) {
 
   if (jobId && existing.error) return <ErrorBox error={existing.error} />;
   if (jobId && !existing.data) return <p class="muted">Loading…</p>;
-  const f = { form, set: setForm, errors };
+  const f = {
+    form,
+    set: setForm,
+    errors,
+    clearErrors: (api: string) => setErrors((all) => all.filter((v) => !covers(api, v.field))),
+  };
   const shown = fieldsShown(form, creating, ctx.me.role === 'admin');
   const unplaced = errors.filter((v) => !shown.some((api) => covers(api, v.field)));
   return (

@@ -33,6 +33,7 @@ export function JobsView(props: { ctx: Ctx; params: URLSearchParams }) {
     setDraft(filter);
     setTokens(['']);
     setSelected(new Set());
+    setNotice(null);
   }, [params.toString()]);
   const list = useLoad(
     () =>
