@@ -122,6 +122,21 @@ describe('tickwork CLI', () => {
     expect(gone.stderr).toMatch(/^tickwork: NOT_FOUND: job cli-report not found/);
   });
 
+  it('says who the token is, shows lateness, and refuses the cluster view to a tenant', async () => {
+    const me = await tickwork(['whoami']);
+    expect(me.code).toBe(0);
+    expect(me.stdout).toMatch(/^actor\s+cli-user$/m);
+    expect(me.stdout).toMatch(/^tenant\s+acme$/m);
+    const late = await tickwork(['lateness', '-w', 'day']);
+    expect(late.code).toBe(0);
+    expect(late.stdout).toMatch(/^last day: fired \d+, skipped \d+, retried \d+, dead-lettered \d+/);
+    // The header and 24 hourly buckets.
+    expect(late.stdout.split('\n').filter((l) => /^\d{4}-\d\d-\d\dT/.test(l))).toHaveLength(24);
+    const cluster = await tickwork(['cluster']);
+    expect(cluster.code).toBe(1);
+    expect(cluster.stderr).toContain('PERMISSION_DENIED');
+  });
+
   it('previews a cron schedule across a DST change', async () => {
     const r = await tickwork([
       'preview',

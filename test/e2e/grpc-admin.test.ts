@@ -731,6 +731,39 @@ describe('gRPC admin API', () => {
     }
   });
 
+  it('WhoAmI names the caller; GetCluster is for admins; GetLateness is tenant-scoped', async () => {
+    expect(await a.ok('WhoAmI', {})).toMatchObject({
+      actor: 'acme-user',
+      role: 'tenant',
+      tenant_id: 'acme',
+      auth: 'required',
+    });
+    const me = await admin.ok('WhoAmI', {});
+    expect(me).toMatchObject({ role: 'admin', auth: 'required' });
+    expect(me.known_tenants).toEqual(expect.arrayContaining(['acme', 'globex']));
+
+    expect(await a.call('GetCluster', {})).toMatchObject({ ok: false, code: status.PERMISSION_DENIED });
+    const cluster = await admin.ok('GetCluster', {});
+    expect((cluster.shards as Msg[]).map((s) => s.shard ?? 0)).toEqual([0, 1, 2, 3]);
+    expect((cluster.consumer_lag as Msg[]).map((l) => l.group)).toHaveLength(2);
+
+    const late = await a.ok('GetLateness', { window: 'day' });
+    expect(late.window).toBe('day');
+    expect(late.buckets as Msg[]).toHaveLength(24);
+    expect(await a.call('GetLateness', { window: 'week' })).toMatchObject({
+      ok: false,
+      code: status.INVALID_ARGUMENT,
+    });
+    expect(await a.call('GetLateness', { tenant_id: 'globex' })).toMatchObject({
+      ok: false,
+      code: status.PERMISSION_DENIED,
+    });
+    expect(await b.call('GetLateness', { job_id: 'acme-1' })).toMatchObject({
+      ok: false,
+      code: status.NOT_FOUND,
+    });
+  });
+
   it('keeps working after all of the above (no leaked state in the server)', async () => {
     await eventually('a healthy server', async () => ((await a.check('')).ok ? true : undefined), 5_000);
   });

@@ -1,16 +1,23 @@
 /** Wiring of the API app: config → database → repositories → jobs services → REST and gRPC controllers. */
 import { Inject, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
 import type { ApiListenConfig, TenantRegistry, TickworkConfig } from '@tickwork/config';
-import { JobHistoryService, JobService } from '@tickwork/jobs';
+import { InsightService, JobHistoryService, JobService } from '@tickwork/jobs';
 import { createKafkaBus } from '@tickwork/messaging';
 import { LazyKafkaAdmin, openDatabase } from '@tickwork/runtime';
-import { HistoryRepository, JobRepository, type Pool } from '@tickwork/store';
+import {
+  ClusterStatsRepository,
+  HistoryRepository,
+  InsightRepository,
+  JobRepository,
+  type Pool,
+} from '@tickwork/store';
 import { ApiMetrics, MetricsController, Readiness, TELEMETRY, type Telemetry } from '@tickwork/telemetry';
 import { Authenticator } from './auth';
 import { AdminGrpcController } from './grpc/admin.controller';
 import { GrpcTelemetryInterceptor } from './grpc/grpc-telemetry.interceptor';
 import { GrpcHealthController } from './grpc/health.controller';
 import { HealthController } from './health.controller';
+import { InsightController } from './rest/insight.controller';
 import { JobsController } from './rest/jobs.controller';
 import { OpenApiController } from './rest/openapi.controller';
 import { API_METRICS, CONFIG, KAFKA_PROBE, LISTEN, POOL, READINESS, TENANTS } from './tokens';
@@ -34,6 +41,7 @@ export class ApiModule implements OnApplicationShutdown {
       module: ApiModule,
       controllers: [
         JobsController,
+        InsightController,
         OpenApiController,
         HealthController,
         AdminGrpcController,
@@ -90,6 +98,24 @@ export class ApiModule implements OnApplicationShutdown {
               quotas: (tenantId) => tenants.quotasFor(tenantId),
             }),
           inject: [JobRepository, HistoryRepository],
+        },
+        {
+          provide: InsightService,
+          useFactory: (pool: Pool, jobs: JobRepository, kafka: LazyKafkaAdmin) =>
+            new InsightService(
+              new InsightRepository(pool),
+              new ClusterStatsRepository(pool),
+              jobs,
+              {
+                groups: [
+                  { group: config.scheduler.groupId, topic: config.topics.commands },
+                  { group: config.executor.groupId, topic: config.topics.fires },
+                ],
+                groupLag: async (group, topic) => (await kafka.get()).groupLag(group, topic),
+              },
+              config.shardCount,
+            ),
+          inject: [POOL, JobRepository, KAFKA_PROBE],
         },
         {
           provide: JobHistoryService,

@@ -1,6 +1,8 @@
 /** The API app: REST and gRPC (tickwork.admin.v1) over the same jobs services, with tenant auth. */
 import 'reflect-metadata';
+import { existsSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
+import { join } from 'node:path';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
@@ -52,12 +54,21 @@ async function bootstrap(): Promise<void> {
   // Room for the payload limit plus the rest of the job definition.
   app.useBodyParser('json', { limit: config.api.maxPayloadBytes + 64 * 1024 });
   app.useGlobalFilters(new ApiErrorsFilter());
+  // The console (apps/console, bundled into dist/console by npm run build): static files that
+  // call the public REST API like any other client.
+  const consoleDir = join(__dirname, '..', '..', '..', 'console');
+  if (existsSync(join(consoleDir, 'index.html'))) {
+    app.useStaticAssets(consoleDir, { prefix: '/console', index: 'index.html', maxAge: 0 });
+  } else {
+    log.warn(`console not built (${consoleDir} is missing): npm run build bundles it`);
+  }
   app.connectMicroservice(grpcServerOptions(listen));
   app.enableShutdownHooks();
   await app.startAllMicroservices();
   await app.listen(config.api.port, config.api.host);
   const scheme = listen.tls ? 'TLS' : 'plaintext';
   log.log(`REST API listening on ${await app.getUrl()} (OpenAPI: /v1/openapi.json)`);
+  log.log(`console on ${await app.getUrl()}/console/`);
   log.log(
     `gRPC API (tickwork.admin.v1.SchedulerAdmin, health, reflection) listening on ${listen.grpc.host}:${listen.grpc.port}, ${scheme}`,
   );

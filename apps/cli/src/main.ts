@@ -11,7 +11,10 @@ import { parse as parseYaml } from 'yaml';
 import { AdminClient, CliError, type ClientOptions } from './client';
 import { jobToProtoRequest, scheduleToProtoRequest } from './job-file';
 import {
+  printCluster,
   printDeadLetters,
+  printLateness,
+  printWhoAmI,
   printFires,
   printJob,
   printJobs,
@@ -279,6 +282,27 @@ dlq
   .argument('<fire_id>', 'job_id:fence_token')
   .action(async (fireId: string) =>
     printFires(out(), 'replayed', await call('ReplayDeadLetter', { fire_id: fireId })),
+  );
+
+program
+  .command('whoami')
+  .description('who the server says this token is: role, tenant, auth mode')
+  .action(async () => printWhoAmI(out(), await call('WhoAmI', {})));
+program
+  .command('cluster')
+  .description('admins: shard owners, epochs, leases, backlog and outbox; consumer lag; runs in flight')
+  .action(async () => printCluster(out(), await call('GetCluster', {})));
+program
+  .command('lateness')
+  .description('lateness p50/p99 and counts over the last hour or day, from the run ledger')
+  .addOption(new Option('-w, --window <window>', 'hour or day').choices(['hour', 'day']).default('hour'))
+  .option('--tenant <id>', 'admins: one tenant (default: all)')
+  .option('--job <job_id>', 'one job')
+  .action(async (o: { window: string; tenant?: string; job?: string }) =>
+    printLateness(
+      out(),
+      await call('GetLateness', { window: o.window, tenant_id: o.tenant ?? '', job_id: o.job ?? '' }),
+    ),
   );
 
 program

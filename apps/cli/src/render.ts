@@ -212,3 +212,90 @@ export function printPreview(out: Out, res: Msg): void {
         : '(cut short by the preview work budget: ask again --from the last one for more)',
     );
 }
+
+/** Who the server says the caller is. */
+export function printWhoAmI(out: Out, res: Msg): void {
+  if (out.json) return out.write(JSON.stringify(plain(res), null, 2));
+  const tenants = (res.known_tenants ?? []) as string[];
+  out.write(
+    [
+      `actor    ${String(res.actor)}`,
+      `role     ${String(res.role)}`,
+      `tenant   ${String(res.tenant_id || '(all: admin)')}`,
+      `auth     ${String(res.auth)}`,
+      ...(tenants.length ? [`tenants  ${tenants.join(', ')}`] : []),
+    ].join('\n'),
+  );
+}
+
+const secs = (v: unknown): string => (typeof v === 'number' && v > 0 ? `${v.toFixed(1)}s` : '-');
+const msText = (v: unknown): string => (typeof v === 'number' ? `${v.toFixed(0)}ms` : '-');
+
+/** Shards, consumer lag and runs in flight. */
+export function printCluster(out: Out, res: Msg): void {
+  if (out.json) return out.write(JSON.stringify(plain(res), null, 2));
+  table(
+    out,
+    ['SHARD', 'OWNER', 'EPOCH', 'LEASE_EXPIRES', 'DUE', 'OLDEST_DUE', 'OUTBOX', 'OUTBOX_OLDEST'],
+    ((res.shards ?? []) as Msg[]).map((s) => [
+      String(s.shard ?? 0),
+      String(s.owner || '-'),
+      String(s.epoch ?? 0),
+      tsText(s.lease_expires_at),
+      String(s.due ?? 0),
+      secs(s.oldest_due_age_seconds),
+      String(s.outbox_pending ?? 0),
+      secs(s.outbox_oldest_age_seconds),
+    ]),
+  );
+  out.write('');
+  table(
+    out,
+    ['GROUP', 'TOPIC', 'LAG'],
+    ((res.consumer_lag ?? []) as Msg[]).map((l) => [
+      String(l.group),
+      String(l.topic),
+      l.lag === undefined ? `unknown (${String(l.error || '?')})` : String(l.lag),
+    ]),
+  );
+  const executors = (res.executors ?? []) as Msg[];
+  out.write('');
+  if (executors.length === 0) out.write('no run in flight');
+  else
+    table(
+      out,
+      ['EXECUTOR', 'RUNNING', 'RETRYING'],
+      executors.map((e) => [String(e.owner), String(e.running ?? 0), String(e.retrying ?? 0)]),
+    );
+}
+
+/** Lateness p50/p99 and counts over a window. */
+export function printLateness(out: Out, res: Msg): void {
+  if (out.json) return out.write(JSON.stringify(plain(res), null, 2));
+  const o = (res.overall ?? {}) as Msg;
+  out.write(
+    `last ${String(res.window)}: fired ${String(res.fired ?? 0)}, skipped ${String(res.skipped ?? 0)}, ` +
+      `retried ${String(res.retried ?? 0)}, dead-lettered ${String(res.dead_lettered ?? 0)}; ` +
+      `lateness p50 ${msText(o.p50_ms)}, p99 ${msText(o.p99_ms)}${res.truncated ? ' (sampled: busy buckets)' : ''}`,
+  );
+  out.write('');
+  table(
+    out,
+    ['FROM', 'RUNS', 'P50', 'P99'],
+    ((res.buckets ?? []) as Msg[]).map((b) => [
+      tsText(b.start),
+      String(b.runs ?? 0),
+      msText(b.p50_ms),
+      msText(b.p99_ms),
+    ]),
+  );
+  const jobs = (res.by_job ?? []) as Msg[];
+  if (jobs.length) {
+    out.write('');
+    table(
+      out,
+      ['JOB', 'RUNS', 'P50', 'P99'],
+      jobs.map((j) => [String(j.key), String(j.runs ?? 0), msText(j.p50_ms), msText(j.p99_ms)]),
+    );
+  }
+}

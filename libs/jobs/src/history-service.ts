@@ -63,6 +63,11 @@ export class JobHistoryService {
     };
   }
 
+  /** The last run of each job of a page the caller was already allowed to list. */
+  async lastRuns(jobIds: readonly string[]): Promise<Map<string, Run>> {
+    return this.history.lastRuns(jobIds);
+  }
+
   /** One run of a job the caller may see. */
   async getRun(caller: Caller, jobId: string, fenceToken: number): Promise<Run> {
     checkJobId(jobId);

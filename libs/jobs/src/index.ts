@@ -52,3 +52,11 @@ export {
   TOKEN_FIELD,
   type PageFilters,
 } from './page-token';
+export {
+  InsightService,
+  LATENESS_WINDOWS,
+  type ClusterView,
+  type ConsumerLag,
+  type LagSource,
+  type ShardView,
+} from './insight-service';

@@ -76,6 +76,12 @@ export interface JobListRequest {
   readonly tenantId?: string;
   readonly status?: string;
   readonly labels?: Readonly<Record<string, string>>;
+  /** Label values a job must not have (`env!=prod`). */
+  readonly labelsNot?: Readonly<Record<string, string>>;
+  /** Jobs whose id starts with this. */
+  readonly jobIdPrefix?: string;
+  /** `webhook` or `kafka`. */
+  readonly targetType?: string;
   readonly pageSize?: number;
   readonly pageToken?: string;
 }
@@ -194,34 +200,54 @@ export class JobService {
       status = req.status as JobStatus;
     }
     const labels = req.labels ?? {};
-    const labelProblems = Object.entries(labels).flatMap(([k, v]) => {
+    const labelsNot = req.labelsNot ?? {};
+    const labelProblems = [...Object.entries(labels), ...Object.entries(labelsNot)].flatMap(([k, v]) => {
       const problem = unstorableTextProblem(k) ?? unstorableTextProblem(v);
       return problem ? [{ field: `labels.${k}`, message: problem }] : [];
     });
     if (labelProblems.length > 0) throw new ValidationError(labelProblems);
+    if (
+      req.targetType !== undefined &&
+      req.targetType !== '' &&
+      !['webhook', 'kafka'].includes(req.targetType)
+    )
+      throw new ValidationError([{ field: 'target_type', message: 'must be one of webhook, kafka' }]);
     const limit = pageSize(req.pageSize);
     // The token is bound to the effective filters (the tenant scope as resolved, not as asked).
-    const filters = { tenant_id: tenantId, status, label: labels };
+    const filters = {
+      tenant_id: tenantId,
+      status,
+      label: labels,
+      label_not: labelsNot,
+      job_id_prefix: req.jobIdPrefix || undefined,
+      target_type: req.targetType || undefined,
+    };
     const position = decodePageToken(req.pageToken, 'jobs', filters);
     if (position && (typeof position.after !== 'string' || !JOB_ID_PATTERN.test(position.after)))
       throw new ValidationError([
         { field: 'page_token', message: 'is not a page token issued by this listing' },
       ]);
     const after = position?.after as string | undefined;
-    const { jobs, cut } = await this.jobs.listJobs({
+    const { jobs, cut, scannedTo } = await this.jobs.listJobs({
       tenantId,
       status,
       labels,
+      labelsNot,
+      jobIdPrefix: req.jobIdPrefix || undefined,
+      targetType: req.targetType || undefined,
       afterJobId: after,
       limit: limit + 1,
       maxBytes: LIST_JOBS_PAGE_MAX_BYTES,
     });
     const page = jobs.slice(0, limit);
     const last = page[page.length - 1];
+    // Full page, or cut for bytes: go on after its last job. Short page whose scan window was used
+    // up: go on after the window (more may match further on).
+    const next =
+      (jobs.length > limit || cut) && last ? last.jobId : scannedTo !== null ? scannedTo : undefined;
     return {
       jobs: page,
-      nextPageToken:
-        (jobs.length > limit || cut) && last ? encodePageToken('jobs', { after: last.jobId }, filters) : '',
+      nextPageToken: next !== undefined ? encodePageToken('jobs', { after: next }, filters) : '',
     };
   }
 

@@ -50,3 +50,12 @@ export {
   type DeadLetterEntry,
   type FireTrigger,
 } from './repositories/history.repository';
+export {
+  InsightRepository,
+  type ShardLease,
+  type ExecutorInFlight,
+  type LatenessScope,
+  type LatenessBucket,
+  type LatenessRow,
+  type LatenessReport,
+} from './repositories/insight.repository';

@@ -2,17 +2,19 @@
 import type { Metadata, ServerUnaryCall } from '@grpc/grpc-js';
 import { Controller, Inject, UseFilters, UseInterceptors } from '@nestjs/common';
 import { GrpcMethod } from '@nestjs/microservices';
-import type { ApiListenConfig, TickworkConfig } from '@tickwork/config';
+import type { ApiListenConfig, TenantRegistry, TickworkConfig } from '@tickwork/config';
 import { ValidationError, type JsonValue } from '@tickwork/domain';
 import {
+  InsightService,
   JobHistoryService,
   JobService,
   previewSchedule,
   UnauthenticatedError,
   type Caller,
 } from '@tickwork/jobs';
+import type { LatenessRow } from '@tickwork/store';
 import { Authenticator } from '../auth';
-import { CONFIG, LISTEN } from '../tokens';
+import { CONFIG, LISTEN, TENANTS } from '../tokens';
 import { DeadlineExceededError, GrpcErrorsFilter, toGrpcError } from './grpc-errors.filter';
 import { undecodableRequest } from './request-decoding';
 import { GrpcTelemetryInterceptor } from './grpc-telemetry.interceptor';
@@ -20,6 +22,7 @@ import {
   deadLetterToProto,
   fireToProto,
   isoFromTimestamp,
+  timestamp,
   jobDefinitionFromProto,
   jobToProto,
   occurrenceToProto,
@@ -44,9 +47,11 @@ export class AdminGrpcController {
   constructor(
     private readonly jobs: JobService,
     private readonly history: JobHistoryService,
+    private readonly insight: InsightService,
     private readonly auth: Authenticator,
     @Inject(CONFIG) private readonly config: TickworkConfig,
     @Inject(LISTEN) private readonly listen: ApiListenConfig,
+    @Inject(TENANTS) private readonly tenants: TenantRegistry,
   ) {}
 
   @GrpcMethod('SchedulerAdmin', 'CreateJob')
@@ -252,6 +257,77 @@ export class AdminGrpcController {
       },
       (p) => (wire ? protoFieldPath('', p, { schedule: wire }) : p),
     );
+  }
+
+  @GrpcMethod('SchedulerAdmin', 'WhoAmI')
+  whoAmI(_req: Msg, md: Metadata, call: Call): Promise<Msg> {
+    return this.serve(md, call, async (c) => ({
+      actor: c.actor,
+      role: c.role,
+      tenant_id: c.tenantId ?? '',
+      auth: this.tenants.authMode,
+      known_tenants: c.role === 'admin' ? [...this.tenants.tenantIds] : [],
+    }));
+  }
+
+  @GrpcMethod('SchedulerAdmin', 'GetCluster')
+  getCluster(_req: Msg, md: Metadata, call: Call): Promise<Msg> {
+    return this.serve(md, call, async (c) => {
+      const v = await this.insight.cluster(c);
+      return {
+        shards: v.shards.map((s) => ({
+          shard: s.shard,
+          owner: s.owner ?? '',
+          epoch: s.epoch,
+          lease_expires_at: timestamp(s.leaseExpiresAt),
+          due: s.due,
+          oldest_due_age_seconds: s.oldestDueAgeSeconds,
+          outbox_pending: s.outboxPending,
+          outbox_oldest_age_seconds: s.outboxOldestAgeSeconds,
+        })),
+        executors: v.executors.map((e) => ({ owner: e.owner, running: e.running, retrying: e.retrying })),
+        consumer_lag: v.consumerLag.map((l) => ({
+          group: l.group,
+          topic: l.topic,
+          ...(l.lag !== null ? { lag: l.lag } : {}),
+          partitions: l.partitions,
+          error: l.error ?? '',
+        })),
+        observed_at: timestamp(new Date()),
+      };
+    });
+  }
+
+  @GrpcMethod('SchedulerAdmin', 'GetLateness')
+  getLateness(req: Msg, md: Metadata, call: Call): Promise<Msg> {
+    return this.serve(md, call, async (c) => {
+      const r = await this.insight.lateness(c, {
+        window: str(req.window),
+        tenantId: str(req.tenant_id),
+        jobId: str(req.job_id),
+      });
+      const pcts = (p50: number | null, p99: number | null) => ({
+        ...(p50 !== null ? { p50_ms: p50 } : {}),
+        ...(p99 !== null ? { p99_ms: p99 } : {}),
+      });
+      const row = (x: LatenessRow) => ({ key: x.key, runs: x.runs, ...pcts(x.p50Ms, x.p99Ms) });
+      return {
+        window: r.window,
+        buckets: r.buckets.map((b) => ({
+          start: timestamp(b.start),
+          runs: b.runs,
+          ...pcts(b.p50Ms, b.p99Ms),
+        })),
+        overall: { runs: r.counts.fired, ...pcts(r.overall.p50Ms, r.overall.p99Ms) },
+        fired: r.counts.fired,
+        retried: r.counts.retried,
+        dead_lettered: r.counts.deadLettered,
+        skipped: r.counts.skipped,
+        by_job: r.byJob.map(row),
+        by_tenant: r.byTenant.map(row),
+        truncated: r.truncated,
+      };
+    });
   }
 
   /**

@@ -68,6 +68,24 @@ function labels(q: Query): Record<string, string> {
   return out;
 }
 
+/** `label_selector=team=data,env!=prod`: equalities and inequalities, comma-separated. */
+function labelSelector(q: Query): { equal: Record<string, string>; notEqual: Record<string, string> } {
+  const equal: Record<string, string> = {};
+  const notEqual: Record<string, string> = {};
+  const raw = one(q, 'label_selector');
+  if (!raw) return { equal, notEqual };
+  for (const term of raw.split(',').map((t) => t.trim())) {
+    if (term === '') continue;
+    const m = /^([^=!\s]+)\s*(!=|==|=)\s*(.*)$/.exec(term);
+    if (!m)
+      throw new ValidationError([
+        { field: 'label_selector', message: `"${term}" must be key=value or key!=value` },
+      ]);
+    (m[2] === '!=' ? notEqual : equal)[m[1]!] = m[3]!;
+  }
+  return { equal, notEqual };
+}
+
 @Controller('v1')
 export class JobsController {
   constructor(
@@ -113,14 +131,28 @@ export class JobsController {
 
   @Get('jobs')
   async list(@Headers('authorization') authz: string | undefined, @Query() q: Query): Promise<Wire> {
-    const page = await this.jobs.listJobs(this.auth.authenticate(authz, 'rest'), {
+    const selector = labelSelector(q);
+    const include = one(q, 'include');
+    if (include !== undefined && include !== '' && include !== 'last_run')
+      throw new ValidationError([{ field: 'include', message: 'must be last_run' }]);
+    const caller = this.auth.authenticate(authz, 'rest');
+    const page = await this.jobs.listJobs(caller, {
       tenantId: one(q, 'tenant_id'),
       status: one(q, 'status'),
-      labels: labels(q),
+      labels: { ...labels(q), ...selector.equal },
+      labelsNot: selector.notEqual,
+      jobIdPrefix: one(q, 'job_id_prefix'),
+      targetType: one(q, 'target_type'),
       pageSize: int(q, 'page_size'),
       pageToken: one(q, 'page_token'),
     });
-    return { jobs: page.jobs.map((j) => jobJson(j)), next_page_token: page.nextPageToken };
+    // The console's table shows each job's last outcome: one indexed probe per job of the page.
+    const lastRuns =
+      include === 'last_run' ? await this.history.lastRuns(page.jobs.map((j) => j.jobId)) : null;
+    return {
+      jobs: page.jobs.map((j) => (lastRuns ? jobJson(j, lastRuns.get(j.jobId) ?? null) : jobJson(j))),
+      next_page_token: page.nextPageToken,
+    };
   }
 
   @Get('jobs/:jobId')

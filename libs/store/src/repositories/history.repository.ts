@@ -77,6 +77,18 @@ export class HistoryRepository {
     return rows.map(runFromRow);
   }
 
+  /** The most recent run of each of these jobs (by fence token; one index probe per job). */
+  async lastRuns(jobIds: readonly string[]): Promise<Map<string, Run>> {
+    if (jobIds.length === 0) return new Map();
+    const { rows } = await this.pool.query<RunRow>(
+      `SELECT r.* FROM unnest($1::text[]) AS j(id)
+         CROSS JOIN LATERAL (SELECT ${RUN_COLUMNS} FROM job_runs
+                              WHERE job_id = j.id ORDER BY fence_token DESC LIMIT 1) r`,
+      [[...jobIds]],
+    );
+    return new Map(rows.map((r) => [r.job_id, runFromRow(r)]));
+  }
+
   /** One run, or null. */
   async findRun(jobId: string, fenceToken: number): Promise<Run | null> {
     const { rows } = await this.pool.query<RunRow>(

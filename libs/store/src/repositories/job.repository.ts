@@ -161,12 +161,23 @@ export interface JobListQuery {
   readonly tenantId?: string;
   readonly status?: JobStatus;
   readonly labels?: Readonly<Record<string, string>>;
+  /** Only jobs whose id starts with this (a range on the primary key or jobs_tenant_idx). */
+  readonly jobIdPrefix?: string;
+  /** Only jobs that do NOT have any of these label values (`env!=prod`). */
+  readonly labelsNot?: Readonly<Record<string, string>>;
+  /** Only jobs whose target is of this type (`webhook`, `kafka`). */
+  readonly targetType?: string;
   /** Only jobs whose id sorts after this one (the previous page's last). */
   readonly afterJobId?: string;
   readonly limit: number;
   /** About this many bytes of payload, target and labels JSON at most (at least one job). */
   readonly maxBytes?: number;
+  /** How many jobs (in key order, after tenant and prefix) the other filters look at, at most. */
+  readonly maxScan?: number;
 }
+
+/** A page's filters look at this many jobs at most: about 20 ms of index scan. */
+export const DEFAULT_LIST_SCAN = 5_000;
 
 export class JobRepository {
   constructor(private readonly pool: Pool) {}
@@ -189,23 +200,50 @@ export class JobRepository {
    * `maxBytes` of payload, target and labels JSON (always at least one job). Every byte sent is
    * parsed and written again on the API's event loop: a page of a thousand 256 KiB payloads would
    * hold it for seconds. `cut`: jobs within the limit were left out for the bytes.
+   *
+   * The filters other than tenant and id prefix are applied to a window of at most `maxScan` jobs
+   * in key order (an index range scan), so a filter that matches few of a million jobs costs one
+   * window, not a scan of the table; `scannedTo` is then the last job id of a window that was
+   * used up, where the next page goes on (the page may be short, even empty, while more follow).
    */
-  async listJobs(q: JobListQuery): Promise<{ jobs: Job[]; cut: boolean }> {
-    const { rows } = await this.pool.query<JobRow & { fetched: string }>(
-      `WITH page AS (
+  async listJobs(q: JobListQuery): Promise<{ jobs: Job[]; cut: boolean; scannedTo: string | null }> {
+    const filtered =
+      q.status !== undefined ||
+      Object.keys(q.labels ?? {}).length > 0 ||
+      Object.keys(q.labelsNot ?? {}).length > 0 ||
+      !!q.targetType;
+    // Without filters on the window the page is the window: no job is read that is not sent.
+    const maxScan = filtered ? (q.maxScan ?? DEFAULT_LIST_SCAN) : q.limit;
+    const { rows } = await this.pool.query<
+      JobRow & { fetched: string | null; scanned: string; scanned_last: string | null }
+    >(
+      `WITH scanned AS MATERIALIZED (
+         SELECT job_id, status, labels, target->>'type' AS target_type
+           FROM jobs
+          WHERE ($1::text IS NULL OR tenant_id = $1)
+            AND ($4::text IS NULL OR job_id > $4)
+            AND ($7::text IS NULL OR (job_id >= $7 AND job_id < $7 || chr(1114111)))
+          ORDER BY job_id
+          LIMIT $10
+       ), matched AS (
+         SELECT job_id FROM scanned
+          WHERE ($2::text IS NULL OR status = $2)
+            AND labels @> $3::jsonb
+            AND ($8::text IS NULL OR target_type = $8)
+            AND NOT EXISTS (SELECT 1 FROM jsonb_each_text($9::jsonb) n WHERE labels->>n.key = n.value)
+          ORDER BY job_id
+          LIMIT $5
+       ), page AS (
          SELECT j.*, count(*) OVER () AS fetched,
                 sum(j.bytes) OVER (ORDER BY j.job_id) - j.bytes AS bytes_before
            FROM (SELECT ${JOB_COLUMNS},
                         octet_length(payload::text) + octet_length(target::text) + octet_length(labels::text) AS bytes
-                   FROM jobs
-                  WHERE ($1::text IS NULL OR tenant_id = $1)
-                    AND ($2::text IS NULL OR status = $2)
-                    AND labels @> $3::jsonb
-                    AND ($4::text IS NULL OR job_id > $4)
-                  ORDER BY job_id
-                  LIMIT $5) j
+                   FROM jobs WHERE job_id IN (SELECT job_id FROM matched)) j
        )
-       SELECT ${JOB_COLUMNS}, fetched FROM page WHERE bytes_before = 0 OR bytes_before < $6 ORDER BY job_id`,
+       SELECT s.scanned, s.scanned_last, p.*
+         FROM (SELECT count(*) AS scanned, max(job_id) AS scanned_last FROM scanned) s
+         LEFT JOIN (SELECT ${JOB_COLUMNS}, fetched FROM page WHERE bytes_before = 0 OR bytes_before < $6) p ON true
+        ORDER BY p.job_id`,
       [
         q.tenantId ?? null,
         q.status ?? null,
@@ -213,9 +251,20 @@ export class JobRepository {
         q.afterJobId ?? null,
         q.limit,
         q.maxBytes ?? Number.MAX_SAFE_INTEGER,
+        q.jobIdPrefix || null,
+        q.targetType || null,
+        JSON.stringify(q.labelsNot ?? {}),
+        maxScan,
       ],
     );
-    return { jobs: rows.map(jobFromRow), cut: rows.length > 0 && rows.length < Number(rows[0]!.fetched) };
+    const found = rows.filter((r) => r.job_id !== null);
+    const summary = rows[0];
+    const windowUsedUp = summary !== undefined && Number(summary.scanned) >= maxScan;
+    return {
+      jobs: found.map(jobFromRow),
+      cut: found.length > 0 && found.length < Number(found[0]!.fetched),
+      scannedTo: windowUsedUp ? summary.scanned_last : null,
+    };
   }
 
   /**

@@ -1,0 +1,316 @@
+/** Pure formatting for the console: schedules in words, times in two zones, relative times, masked secrets. */
+import type { Json, Schedule } from './api';
+
+const DAYS = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday'];
+const DAY_ABBR = ['SUN', 'MON', 'TUE', 'WED', 'THU', 'FRI', 'SAT'];
+const MONTHS = [
+  'January',
+  'February',
+  'March',
+  'April',
+  'May',
+  'June',
+  'July',
+  'August',
+  'September',
+  'October',
+  'November',
+  'December',
+];
+const MONTH_ABBR = MONTHS.map((m) => m.slice(0, 3).toUpperCase());
+
+const MACROS: Record<string, string> = {
+  '@yearly': '0 0 1 1 *',
+  '@annually': '0 0 1 1 *',
+  '@monthly': '0 0 1 * *',
+  '@weekly': '0 0 * * 0',
+  '@daily': '0 0 * * *',
+  '@midnight': '0 0 * * *',
+  '@hourly': '0 * * * *',
+};
+
+const pad = (n: number): string => String(n).padStart(2, '0');
+const isNum = (s: string): boolean => /^\d+$/.test(s);
+
+function dayName(s: string): string {
+  const i = isNum(s) ? Number(s) % 7 : DAY_ABBR.indexOf(s.toUpperCase());
+  return DAYS[i] ?? s;
+}
+
+function monthName(s: string): string {
+  const i = isNum(s) ? Number(s) - 1 : MONTH_ABBR.indexOf(s.toUpperCase());
+  return MONTHS[i] ?? s;
+}
+
+function joinWords(items: string[]): string {
+  if (items.length <= 1) return items.join('');
+  return `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`;
+}
+
+function describeDays(dow: string): string {
+  const d = dow.toUpperCase();
+  if (d === '*' || d === '?') return '';
+  if (['MON-FRI', '1-5'].includes(d)) return 'on weekdays';
+  if (['SAT,SUN', 'SUN,SAT', '0,6', '6,0', '6,7'].includes(d)) return 'on weekends';
+  const range = /^(\w+)-(\w+)$/.exec(d);
+  if (range) return `${dayName(range[1]!)} through ${dayName(range[2]!)}`;
+  return `on ${joinWords(d.split(',').map(dayName))}`;
+}
+
+function describeDom(dom: string): string {
+  if (dom === '*' || dom === '?') return '';
+  if (dom.toUpperCase() === 'L') return 'on the last day of the month';
+  const step = /^\*\/(\d+)$/.exec(dom);
+  if (step) return `every ${step[1]} days`;
+  return `on day ${joinWords(dom.split(','))} of the month`;
+}
+
+function describeMonth(month: string): string {
+  if (month === '*' || month === '?') return '';
+  const range = /^(\w+)-(\w+)$/.exec(month);
+  if (range) return `${monthName(range[1]!)} through ${monthName(range[2]!)}`;
+  return `in ${joinWords(month.split(',').map(monthName))}`;
+}
+
+function describeTime(minute: string, hour: string): string {
+  if (isNum(minute) && isNum(hour)) return `at ${pad(Number(hour))}:${pad(Number(minute))}`;
+  if (isNum(minute) && /^\d+(,\d+)+$/.test(hour))
+    return `at ${joinWords(hour.split(',').map((h) => `${pad(Number(h))}:${pad(Number(minute))}`))}`;
+  const minuteStep = /^\*\/(\d+)$/.exec(minute);
+  const hourRange = /^(\d+)-(\d+)$/.exec(hour);
+  if (minute === '*' && hour === '*') return 'every minute';
+  if (minuteStep && hour === '*') return `every ${minuteStep[1]} minutes`;
+  if (minuteStep && hourRange)
+    return `every ${minuteStep[1]} minutes from ${pad(Number(hourRange[1]))}:00 to ${pad(Number(hourRange[2]))}:59`;
+  if (minute === '0' && hour === '*') return 'every hour, on the hour';
+  if (isNum(minute) && hour === '*') return `at minute ${minute} of every hour`;
+  const hourStep = /^\*\/(\d+)$/.exec(hour);
+  if (isNum(minute) && hourStep) return `every ${hourStep[1]} hours at minute ${minute}`;
+  if (isNum(minute) && hourRange)
+    return `every hour from ${pad(Number(hourRange[1]))}:${pad(Number(minute))} to ${pad(Number(hourRange[2]))}:${pad(Number(minute))}`;
+  return `at minute ${minute}, hour ${hour}`;
+}
+
+/** A cron expression in words, e.g. "at 09:00 on weekdays"; the raw expression when it is not understood. */
+export function cronInWords(expression: string): string {
+  const expr = MACROS[expression.trim().toLowerCase()] ?? expression.trim();
+  let fields = expr.split(/\s+/);
+  let seconds = '';
+  if (fields.length === 6) {
+    seconds = fields[0]!;
+    fields = fields.slice(1);
+  }
+  if (fields.length !== 5) return expression;
+  const [minute, hour, dom, month, dow] = fields as [string, string, string, string, string];
+  const parts = [describeTime(minute, hour), describeDom(dom), describeDays(dow), describeMonth(month)];
+  if (seconds && seconds !== '0') parts.unshift(`at second ${seconds}`);
+  return parts.filter(Boolean).join(' ');
+}
+
+/** A duration in the largest sensible unit: "5 minutes", "1 day", "250 ms". */
+export function durationInWords(ms: number): string {
+  const units: [number, string][] = [
+    [86_400_000, 'day'],
+    [3_600_000, 'hour'],
+    [60_000, 'minute'],
+    [1000, 'second'],
+  ];
+  for (const [size, name] of units) {
+    if (ms >= size && ms % size === 0) {
+      const n = ms / size;
+      return `${n} ${name}${n === 1 ? '' : 's'}`;
+    }
+  }
+  return ms >= 1000 ? `${(ms / 1000).toFixed(1)} s` : `${ms} ms`;
+}
+
+/** A schedule in words, with its zone: "at 09:00 on weekdays, Europe/London". */
+export function scheduleInWords(s: Schedule): string {
+  switch (s.kind) {
+    case 'cron':
+      return `${cronInWords(s.expression ?? '')}, ${s.time_zone ?? 'UTC'}`;
+    case 'interval':
+      return `every ${durationInWords(s.every_ms ?? 0)}`;
+    case 'once':
+      return `once, at ${s.at ? formatInZone(s.at, 'UTC') : '?'} UTC`;
+  }
+}
+
+/** The raw form of a schedule, for the table's second line. */
+export function scheduleRaw(s: Schedule): string {
+  switch (s.kind) {
+    case 'cron':
+      return s.expression ?? '';
+    case 'interval':
+      return `every_ms ${s.every_ms ?? '?'}`;
+    case 'once':
+      return s.at ?? '';
+  }
+}
+
+/** "Mon 7 Dec 2026, 09:00:00" in a zone (24-hour clock, no ambiguity about the year). */
+export function formatInZone(iso: string, timeZone: string, withSeconds = true): string {
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return iso;
+  try {
+    return new Intl.DateTimeFormat('en-GB', {
+      timeZone,
+      weekday: 'short',
+      day: 'numeric',
+      month: 'short',
+      year: 'numeric',
+      hour: '2-digit',
+      minute: '2-digit',
+      ...(withSeconds ? { second: '2-digit' } : {}),
+      hourCycle: 'h23',
+    }).format(d);
+  } catch {
+    return d.toISOString();
+  }
+}
+
+/** "Thu 04:00" in a zone: the weekday tells when the other zone's date differs. */
+export function shortInZone(iso: string, timeZone: string): string {
+  try {
+    return new Intl.DateTimeFormat('en-GB', {
+      timeZone,
+      weekday: 'short',
+      hour: '2-digit',
+      minute: '2-digit',
+      hourCycle: 'h23',
+    }).format(new Date(iso));
+  } catch {
+    return iso;
+  }
+}
+
+/** The viewer's own zone. */
+export function viewerZone(): string {
+  return Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
+}
+
+/** "in 3 h 20 min", "5 s ago". */
+export function relative(iso: string, now = Date.now()): string {
+  const t = new Date(iso).getTime();
+  if (Number.isNaN(t)) return '';
+  const diff = t - now;
+  const abs = Math.abs(diff);
+  let text: string;
+  if (abs < 1000) return 'just now';
+  if (abs < 60_000) text = `${Math.round(abs / 1000)} s`;
+  else if (abs < 3_600_000) text = `${Math.floor(abs / 60_000)} min`;
+  else if (abs < 86_400_000) {
+    const h = Math.floor(abs / 3_600_000);
+    const m = Math.floor((abs % 3_600_000) / 60_000);
+    text = m ? `${h} h ${m} min` : `${h} h`;
+  } else {
+    const d = Math.floor(abs / 86_400_000);
+    const h = Math.floor((abs % 86_400_000) / 3_600_000);
+    text = h ? `${d} d ${h} h` : `${d} d`;
+  }
+  return diff > 0 ? `in ${text}` : `${text} ago`;
+}
+
+/** Milliseconds between two ISO times, or null when either is missing. */
+export function millisBetween(from: string | null | undefined, to: string | null | undefined): number | null {
+  if (!from || !to) return null;
+  return new Date(to).getTime() - new Date(from).getTime();
+}
+
+/** "1.2 s", "850 ms". */
+export function ms(v: number | null | undefined): string {
+  if (v === null || v === undefined) return '—';
+  if (Math.abs(v) >= 10_000) return `${(v / 1000).toFixed(0)} s`;
+  if (Math.abs(v) >= 1000) return `${(v / 1000).toFixed(1)} s`;
+  return `${Math.round(v)} ms`;
+}
+
+const SECRET_NAME = /auth|token|secret|password|passwd|key|signature|cookie|credential/i;
+
+/** A target with secret-looking header values, URL credentials and secret query values masked. */
+export function maskTarget(target: { [k: string]: Json }): { [k: string]: Json } {
+  const out: { [k: string]: Json } = { ...target };
+  const headers = target.headers;
+  if (headers && typeof headers === 'object' && !Array.isArray(headers)) {
+    out.headers = Object.fromEntries(
+      Object.entries(headers).map(([k, v]) => [k, SECRET_NAME.test(k) ? '••••••' : v]),
+    );
+  }
+  if (typeof target.url === 'string') out.url = maskUrl(target.url);
+  return out;
+}
+
+/** A URL with its password and secret-looking query values replaced by dots. */
+export function maskUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '••••••';
+    for (const k of [...u.searchParams.keys()]) if (SECRET_NAME.test(k)) u.searchParams.set(k, '••••••');
+    return u.toString();
+  } catch {
+    return url;
+  }
+}
+
+/**
+ * What a DST transition did to a previewed fire: shifted out of a spring-forward gap, or a wall
+ * time that happens twice on a fall-back night (and which of the two fire, by `dstRepeat`).
+ */
+export function dstNote(
+  fire: { at: string; local_time: string; time_zone: string; shifted_from?: string },
+  dstRepeat: string | undefined,
+): string | null {
+  if (fire.shifted_from) {
+    const wallTime = /T(\d\d:\d\d)/.exec(fire.shifted_from)?.[1] ?? fire.shifted_from;
+    return `shifted by the spring-forward gap (${wallTime} does not exist that night)`;
+  }
+  const at = new Date(fire.at).getTime();
+  const wall = (t: number): string => formatInZone(new Date(t).toISOString(), fire.time_zone);
+  for (const step of [3_600_000, 1_800_000]) {
+    const same = wall(at) === wall(at + step) ? 'first' : wall(at) === wall(at - step) ? 'second' : null;
+    if (!same) continue;
+    const time = formatInZone(fire.at, fire.time_zone).slice(-8, -3);
+    const repeat = (dstRepeat ?? 'AUTO').toUpperCase();
+    if (repeat === 'BOTH') return `fall-back: ${time} happens twice; this is the ${same}, both fire`;
+    if (repeat === 'LAST') return `fall-back: ${time} happens twice; first ${time} skipped, the second fires`;
+    return `fall-back: ${time} happens twice; this is the first, second ${time} skipped`;
+  }
+  return null;
+}
+
+/** A retry policy in words: "5 attempts, backoff 1 s ×2 up to 10 min, events older than 1 day dropped". */
+export function retryInWords(retry: Json | undefined): string {
+  if (!retry || typeof retry !== 'object' || Array.isArray(retry)) return 'default';
+  const r = retry as Record<string, Json>;
+  const n = (k: string): number | null => (typeof r[k] === 'number' ? (r[k] as number) : null);
+  const parts: string[] = [];
+  const attempts = n('max_attempts');
+  if (attempts !== null) parts.push(attempts === 1 ? 'no retries (1 attempt)' : `${attempts} attempts`);
+  const first = n('initial_backoff_ms');
+  if (first !== null && attempts !== 1)
+    parts.push(
+      `backoff ${durationInWords(first)}${n('multiplier') !== null ? ` ×${n('multiplier')}` : ''}${n('max_backoff_ms') !== null ? ` up to ${durationInWords(n('max_backoff_ms')!)}` : ''}`,
+    );
+  const age = n('max_event_age_ms');
+  if (age !== null) parts.push(`given up after ${durationInWords(age)}`);
+  return parts.join(', ') || 'default';
+}
+
+/** "team=data, env=prod". */
+export function labelsText(labels: Record<string, string>): string {
+  return Object.entries(labels)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(', ');
+}
+
+/** Parses "k=v, k2=v2" into labels; the offending term on error. */
+export function parseLabels(text: string): Record<string, string> | { error: string } {
+  const out: Record<string, string> = {};
+  for (const term of text.split(',').map((t) => t.trim())) {
+    if (!term) continue;
+    const at = term.indexOf('=');
+    if (at <= 0) return { error: `"${term}" must be key=value` };
+    out[term.slice(0, at).trim()] = term.slice(at + 1).trim();
+  }
+  return out;
+}

@@ -1,0 +1,130 @@
+/**
+ * The console's read models beyond jobs and runs: the cluster's shards, outbox, lag and executors
+ * (admin only: it is cluster-wide) and lateness from the run ledger (tenant-scoped).
+ */
+import { ValidationError } from '@tickwork/domain';
+import type {
+  ClusterStatsRepository,
+  ExecutorInFlight,
+  InsightRepository,
+  JobRepository,
+  LatenessReport,
+} from '@tickwork/store';
+import { tenantScope, visibleJob, type Caller } from './caller';
+import { PermissionDeniedError } from './errors';
+
+export interface ShardView {
+  readonly shard: number;
+  readonly owner: string | null;
+  readonly epoch: number;
+  readonly leaseExpiresAt: Date | null;
+  readonly due: number;
+  readonly oldestDueAgeSeconds: number;
+  readonly outboxPending: number;
+  readonly outboxOldestAgeSeconds: number;
+}
+
+export interface ConsumerLag {
+  readonly group: string;
+  readonly topic: string;
+  /** Sum over partitions of end − committed offset; null when Kafka did not answer. */
+  readonly lag: number | null;
+  readonly partitions: number;
+  readonly error?: string;
+}
+
+export interface ClusterView {
+  readonly shards: ShardView[];
+  readonly executors: ExecutorInFlight[];
+  readonly consumerLag: ConsumerLag[];
+}
+
+/** Where consumer lag is read from: the admin's groupLag, and the groups to ask about. */
+export interface LagSource {
+  readonly groups: readonly { readonly group: string; readonly topic: string }[];
+  groupLag(group: string, topic: string): Promise<{ partition: number; committed: string; end: string }[]>;
+}
+
+/** The lateness windows the console offers, with their bucket counts. */
+export const LATENESS_WINDOWS = {
+  hour: { ms: 3_600_000, buckets: 12 },
+  day: { ms: 86_400_000, buckets: 24 },
+} as const;
+
+export class InsightService {
+  constructor(
+    private readonly insight: InsightRepository,
+    private readonly stats: ClusterStatsRepository,
+    private readonly jobs: JobRepository,
+    private readonly lag: LagSource,
+    private readonly shardCount: number,
+  ) {}
+
+  /** Shards with owners, epochs, backlog and outbox; executors in flight; consumer lag. Admins only. */
+  async cluster(caller: Caller): Promise<ClusterView> {
+    if (caller.role !== 'admin') throw new PermissionDeniedError('the cluster view is for admins');
+    const [leases, backlog, outbox, executors, consumerLag] = await Promise.all([
+      this.insight.shardLeases(),
+      this.stats.dueBacklog(this.shardCount),
+      this.stats.outbox(this.shardCount),
+      this.insight.inFlight(),
+      Promise.all(this.lag.groups.map((g) => this.consumerLag(g.group, g.topic))),
+    ]);
+    const leaseOf = new Map(leases.map((l) => [l.shard, l]));
+    const shards = backlog.map((b, i) => {
+      const l = leaseOf.get(b.shard);
+      const o = outbox[i];
+      return {
+        shard: b.shard,
+        owner: l?.owner ?? null,
+        epoch: l?.epoch ?? 0,
+        leaseExpiresAt: l?.expiresAt ?? null,
+        due: b.due,
+        oldestDueAgeSeconds: b.oldestDueAgeSeconds,
+        outboxPending: o?.pending ?? 0,
+        outboxOldestAgeSeconds: o?.oldestAgeSeconds ?? 0,
+      };
+    });
+    return { shards, executors, consumerLag };
+  }
+
+  /** Lateness p50/p99 and counts over the last hour or day, for a job, a tenant, or (admins) all. */
+  async lateness(
+    caller: Caller,
+    req: { window?: string; tenantId?: string; jobId?: string },
+  ): Promise<LatenessReport & { window: keyof typeof LATENESS_WINDOWS }> {
+    const window = (req.window || 'hour') as keyof typeof LATENESS_WINDOWS;
+    if (!(window in LATENESS_WINDOWS))
+      throw new ValidationError([{ field: 'window', message: 'must be one of hour, day' }]);
+    const tenantId = tenantScope(caller, req.tenantId, 'tenant_id');
+    let jobId: string | undefined;
+    if (req.jobId) {
+      visibleJob(caller, req.jobId, await this.jobs.findJob(req.jobId));
+      jobId = req.jobId;
+    }
+    const w = LATENESS_WINDOWS[window];
+    const report = await this.insight.lateness({ jobId, tenantId }, w.ms, w.buckets);
+    return { ...report, window };
+  }
+
+  private async consumerLag(group: string, topic: string): Promise<ConsumerLag> {
+    try {
+      // A Kafka outage must not hold the page: its lag is shown as unknown after 3 s.
+      let timer: NodeJS.Timeout | undefined;
+      const parts = await Promise.race([
+        this.lag.groupLag(group, topic),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error('Kafka did not answer within 3 s')), 3000);
+        }),
+      ]).finally(() => clearTimeout(timer));
+      const lag = parts.reduce((sum, p) => {
+        const committed = Number(p.committed);
+        const end = Number(p.end);
+        return sum + (committed >= 0 ? Math.max(0, end - committed) : end);
+      }, 0);
+      return { group, topic, lag, partitions: parts.length };
+    } catch (e) {
+      return { group, topic, lag: null, partitions: 0, error: e instanceof Error ? e.message : String(e) };
+    }
+  }
+}
