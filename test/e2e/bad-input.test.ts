@@ -296,7 +296,7 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
       `SELECT (SELECT md5(coalesce(string_agg(j::text, '|' ORDER BY job_id), '')) FROM jobs j) AS jobs,
               (SELECT count(*) FROM fires)::text AS fires,
               (SELECT count(*) FROM idempotency_keys)::text AS idempotency_keys,
-              (SELECT count(*) FROM applied_commands)::text AS applied_commands,
+              (SELECT count(*) FROM applied_commands WHERE outcome = 'APPLIED')::text AS applied_commands,
               (SELECT coalesce(max(id), 0) FROM audit_events)::text AS last_audit`,
     );
     return rows[0]!;
@@ -1267,9 +1267,11 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
         },
       ],
     });
-    await eventually('the Kafka job to be applied', async () =>
-      (await grpc.call('GetJob', { job_id: 'deep-kafka' })).ok ? true : undefined,
-    );
+    await eventually('the Kafka job to be applied', async () => {
+      const refused = rejected.messages.find((r) => r.key?.toString() === 'deep-kafka');
+      if (refused) throw new Error(`refused: ${refused.headers['tickwork-reject-reason'] ?? '?'}`);
+      return (await grpc.call('GetJob', { job_id: 'deep-kafka' })).ok ? true : undefined;
+    });
     for (const id of ['deep-rest', 'deep-grpc', 'deep-kafka']) {
       const got = await grpc.ok('GetJob', { job_id: id });
       expect(got.job_id).toBe(id);

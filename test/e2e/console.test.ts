@@ -218,7 +218,7 @@ describe('console in a real browser', () => {
     await eventually(
       '3 paused team=data jobs',
       async () => ((await rows.count()) === 3 ? true : undefined),
-      15_000,
+      30_000,
     );
     await page.getByLabel('Select every job on this page').check();
     await page.getByRole('button', { name: 'Resume', exact: true }).click();

@@ -31,6 +31,7 @@ import {
 import { inTransaction } from '../database';
 import { JOB_COLUMNS, RUN_COLUMNS, jobFromRow, runFromRow, type JobRow, type RunRow } from './rows';
 import { fireEventFromSnapshot, fireEventSnapshot, type FireEventSnapshot } from './fire-snapshot';
+import { isRowDataError } from './fire.repository';
 
 export class JobAlreadyExistsError extends Error {
   constructor(readonly jobId: string) {
@@ -346,11 +347,19 @@ export class JobRepository {
     code: string,
     reason: string,
   ): Promise<boolean> {
-    const r = await this.pool.query(
-      `INSERT INTO applied_commands (tenant_id, command_id, job_id, command_type, outcome, reason)
+    const r = await this.pool
+      .query(
+        `INSERT INTO applied_commands (tenant_id, command_id, job_id, command_type, outcome, reason)
        VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant_id, command_id) DO NOTHING`,
-      [c.tenantId, c.commandId, jobId, c.type, code, reason],
-    );
+        // The reason quotes the refused input, which may hold what text columns cannot (a NUL).
+        [c.tenantId, c.commandId, storableText(jobId), c.type, code, storableText(reason)],
+      )
+      // A value the table cannot hold is no reason to hold up the partition: the rejection still
+      // goes out, unrecorded (a copy of it delivered again is refused again on its own).
+      .catch((e: unknown) => {
+        if (isRowDataError(e)) return { rowCount: 0 };
+        throw e;
+      });
     return r.rowCount === 1;
   }
 
