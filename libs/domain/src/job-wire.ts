@@ -16,7 +16,7 @@ import { FieldReader, unstorableTextProblem, type FieldViolation, type Validated
 import { instantRangeProblem, MAX_POLICY_DURATION_MS } from './instant';
 import { JOB_ID_PATTERN, TENANT_ID_PATTERN, type Job, type JobDefinition, type JsonValue } from './job';
 import type { Schedule } from './schedule/schedule';
-import { MAX_INTERVAL_MS, parseSchedule } from './schedule';
+import { MAX_INTERVAL_MS, parseLocalWallTime, parseRrule, parseSchedule } from './schedule';
 
 export interface JobDefinitionLimits {
   /** Shortest allowed interval between occurrences. */
@@ -320,6 +320,16 @@ export function scheduleToWire(s: Schedule): Record<string, JsonValue> {
         dst_gap: s.dstGap,
         dst_repeat: s.dstRepeat,
       });
+    case 'rrule':
+      return withBounds(s, {
+        kind: 'rrule',
+        rule: s.rule,
+        dtstart: s.dtstart,
+        time_zone: s.timeZone,
+        exdates: [...s.exdates],
+        dst_gap: s.dstGap,
+        dst_repeat: s.dstRepeat,
+      });
   }
 }
 
@@ -359,6 +369,17 @@ export function scheduleFromWire(w: Record<string, unknown>): Schedule {
         dstRepeat: w.dst_repeat as 'AUTO',
         ...bounds,
       };
+    case 'rrule':
+      return {
+        kind: 'rrule',
+        rule: w.rule as string,
+        dtstart: w.dtstart as string,
+        timeZone: w.time_zone as string,
+        exdates: Array.isArray(w.exdates) ? (w.exdates as string[]) : [],
+        dstGap: w.dst_gap as 'AUTO',
+        dstRepeat: w.dst_repeat as 'AUTO',
+        ...bounds,
+      };
     default:
       throw new Error(`stored schedule has unknown kind ${String(w.kind)}`);
   }
@@ -380,6 +401,18 @@ export function storedScheduleProblem(s: Schedule): string | undefined {
     return `schedule.max_fires ${JSON.stringify(s.maxFires)} is not a positive integer`;
   const bounds = instant(s.startAt, 'start_at') ?? instant(s.endAt, 'end_at');
   if (s.kind === 'cron') return bounds;
+  if (s.kind === 'rrule') {
+    // The rule is compiled on every claim: one that no longer compiles parks the job instead of throwing there.
+    const parsed = typeof s.rule === 'string' ? parseRrule(s.rule) : undefined;
+    if (parsed === undefined || !parsed.ok)
+      return `schedule.rule ${JSON.stringify(s.rule)} is not a valid rule`;
+    if (typeof s.dtstart !== 'string' || parseLocalWallTime(s.dtstart) === undefined)
+      return `schedule.dtstart ${JSON.stringify(s.dtstart)} is not a local wall time`;
+    const badExdate = s.exdates.find((e) => typeof e !== 'string' || parseLocalWallTime(e) === undefined);
+    if (badExdate !== undefined)
+      return `schedule.exdates holds ${JSON.stringify(badExdate)}, not a local wall time`;
+    return bounds;
+  }
   if (!(Number.isSafeInteger(s.everyMs) && s.everyMs >= 1 && s.everyMs <= MAX_INTERVAL_MS))
     return `schedule.every_ms ${JSON.stringify(s.everyMs)} is not a positive integer of at most ${MAX_INTERVAL_MS}`;
   return instant(s.anchor, 'anchor') ?? bounds;

@@ -87,6 +87,8 @@ const occurrencesOf = (job: JobDef, from: number, to: number): number[] => {
       for (let t = Math.ceil(lo / every) * every; t <= to; t += every) out.push(t);
       return out;
     }
+    case 'rrule':
+      throw new Error('the fault workload makes no rrule jobs');
   }
 };
 

@@ -10,6 +10,21 @@ export {
   type EffectiveGapPolicy,
   type EffectiveRepeatPolicy,
 } from './cron-fires';
+export {
+  parseRrule,
+  compileRrule,
+  parseLocalWallTime,
+  formatLocalWallTime,
+  CompiledRrule,
+  RRULE_FREQUENCIES,
+  RRULE_WEEKDAYS,
+  MAX_RRULE_COUNT,
+  MAX_PERIOD_VISITS,
+  type RruleParts,
+  type RruleWeekday,
+  type RruleFrequency,
+  type RruleParseResult,
+} from './rrule';
 export { isKnownTimeZone, warmUpTimeZones, zoneOffsetMs } from './time-zone';
 export {
   nextFireAfter,
@@ -34,6 +49,7 @@ export {
   DST_GAP_POLICIES,
   DST_REPEAT_POLICIES,
   MAX_INTERVAL_MS,
+  MAX_RRULE_EXDATES,
   type ScheduleParseOptions,
   type ScheduleParseResult,
   type RawSchedule,

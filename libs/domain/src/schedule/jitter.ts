@@ -5,6 +5,7 @@
  */
 
 import { compileCron } from './cron-expression';
+import { compileRrule } from './rrule';
 import type { Schedule } from './schedule';
 
 const { floor, imul, min, max } = Math;
@@ -34,7 +35,11 @@ export function defaultHerdWindowMs(schedule: Schedule, nominal: Date, clusterDe
   if (schedule.kind === 'once' || clusterDefaultMs <= 0) return 0;
   if (nominal.getTime() % MINUTE_MS !== 0) return 0;
   const spacing =
-    schedule.kind === 'interval' ? schedule.everyMs : compileCron(schedule.expression).minimumSpacingMs();
+    schedule.kind === 'interval'
+      ? schedule.everyMs
+      : schedule.kind === 'cron'
+        ? compileCron(schedule.expression).minimumSpacingMs()
+        : compileRrule(schedule.rule, schedule.dtstart, schedule.exdates).minimumSpacingMs();
   return max(0, min(floor(clusterDefaultMs), floor(spacing / 2)));
 }
 

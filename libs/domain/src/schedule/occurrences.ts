@@ -11,7 +11,8 @@
 import { LATEST_INSTANT_MS } from '../instant';
 import { compileCron } from './cron-expression';
 import { cronShiftsAt, effectiveGapPolicy, effectiveRepeatPolicy, nextCronInstantAfter } from './cron-fires';
-import type { CronSchedule, IntervalSchedule, Schedule } from './schedule';
+import { compileRrule, nextRrulePointAfter, rruleGapPolicy, rruleRepeatPolicy } from './rrule';
+import type { CronSchedule, IntervalSchedule, RruleSchedule, Schedule } from './schedule';
 import { zoneRules } from './time-zone';
 
 /** Upper bound on `previewFires` counts: previews are for humans. */
@@ -160,6 +161,7 @@ export function nextOccurrencePointAfter(
   firesSoFar = 0,
   search?: OccurrenceSearch,
 ): OccurrencePoint | null {
+  if (schedule.kind === 'rrule') return nextRrulePoint(schedule, after, firesSoFar, search);
   if (schedule.kind === 'cron' && after.shiftMs > 0 && !exhausted(schedule, firesSoFar)) {
     // A wall time SHIFT moved may share its instant with one that exists: that one comes next.
     const later = cronShiftsOf(schedule, after.at).find((s) => s < after.shiftMs);
@@ -168,6 +170,33 @@ export function nextOccurrencePointAfter(
   const at = nextOccurrenceAfter(schedule, after.at, firesSoFar, search);
   if (at === null) return null;
   return { at, shiftMs: schedule.kind === 'cron' ? (cronShiftsOf(schedule, at)[0] ?? 0) : 0 };
+}
+
+/** The next occurrence of an rrule schedule: the rule's own search, within the schedule's bounds. */
+function nextRrulePoint(
+  schedule: RruleSchedule,
+  after: OccurrencePoint,
+  firesSoFar: number,
+  search: OccurrenceSearch | undefined,
+): OccurrencePoint | null {
+  if (exhausted(schedule, firesSoFar)) return null;
+  const until = Math.min(
+    search?.untilMs ?? LATEST_INSTANT_MS,
+    LATEST_INSTANT_MS,
+    schedule.endAt?.getTime() ?? Infinity,
+  );
+  const start = schedule.startAt?.getTime();
+  // Strictly after `startAt − 1 ms` (the last occurrence that instant can hold) makes `startAt` eligible.
+  const from = start !== undefined && after.at < start - 1 ? { at: start - 1, shiftMs: 0 } : after;
+  const rule = compileRrule(schedule.rule, schedule.dtstart, schedule.exdates);
+  return nextRrulePointAfter(
+    rule,
+    zoneRules(schedule.timeZone),
+    rruleGapPolicy(rule, schedule.dstGap),
+    rruleRepeatPolicy(rule, schedule.dstRepeat),
+    from,
+    until,
+  );
 }
 
 /** The shifts of the nominal wall times of a cron schedule that fire at instant `at`, largest first. */
@@ -214,6 +243,8 @@ export function nextOccurrenceAfter(
     case 'cron':
       if (exhausted(schedule, firesSoFar)) return null;
       return beforeEnd(schedule, nextCronAfter(schedule, boundedAfter(schedule, after), until, search));
+    case 'rrule':
+      return nextRrulePoint(schedule, { at: after, shiftMs: 0 }, firesSoFar, search)?.at ?? null;
   }
 }
 
@@ -247,7 +278,7 @@ function boundedAfter(schedule: IntervalSchedule | CronSchedule, after: number):
   return schedule.startAt !== undefined ? Math.max(after, schedule.startAt.getTime() - 1) : after;
 }
 
-function exhausted(schedule: IntervalSchedule | CronSchedule, firesSoFar: number): boolean {
+function exhausted(schedule: IntervalSchedule | CronSchedule | RruleSchedule, firesSoFar: number): boolean {
   return schedule.maxFires !== undefined && firesSoFar >= schedule.maxFires;
 }
 

@@ -104,8 +104,8 @@ describe('parseSchedule rejects, naming the field', () => {
     [undefined, 'schedule: is required'],
     ['daily', 'schedule: must be an object'],
     [[1], 'schedule: must be an object'],
-    [{}, 'schedule.kind: is required (one of once, interval, cron)'],
-    [{ kind: 'weekly' }, 'schedule.kind: must be one of once, interval, cron; got "weekly"'],
+    [{}, 'schedule.kind: is required (one of once, interval, cron, rrule)'],
+    [{ kind: 'weekly' }, 'schedule.kind: must be one of once, interval, cron, rrule; got "weekly"'],
   ])('%j', (raw, message) => {
     expect(only(raw)).toBe(message);
   });

@@ -8,11 +8,13 @@ import type { FieldViolation } from '../validation';
 import { DAY_MS, HOUR_MS, MINUTE_MS, SECOND_MS, daysFromCivil, daysInMonth } from './calendar';
 import { parseCron, type ParsedCron } from './cron-expression';
 import { firstFireAtOrAfter } from './occurrences';
+import { compileRrule, formatLocalWallTime, parseLocalWallTime, parseRrule } from './rrule';
 import type {
   CronSchedule,
   DstGapPolicy,
   DstRepeatPolicy,
   IntervalSchedule,
+  RruleSchedule,
   Schedule,
   ScheduleBounds,
 } from './schedule';
@@ -51,9 +53,24 @@ export type RawSchedule =
       start_at?: string;
       end_at?: string;
       max_fires?: number;
+    }
+  | {
+      kind: 'rrule';
+      rule: string;
+      dtstart: string;
+      time_zone?: string;
+      exdates?: string[];
+      dst_gap?: DstGapPolicy;
+      dst_repeat?: DstRepeatPolicy;
+      start_at?: string;
+      end_at?: string;
+      max_fires?: number;
     };
 
-export const SCHEDULE_KINDS = ['once', 'interval', 'cron'] as const;
+export const SCHEDULE_KINDS = ['once', 'interval', 'cron', 'rrule'] as const;
+
+/** Most EXDATEs one rrule schedule may list. */
+export const MAX_RRULE_EXDATES = 1_000;
 export const DST_GAP_POLICIES: readonly DstGapPolicy[] = ['AUTO', 'SHIFT', 'SKIP'];
 export const DST_REPEAT_POLICIES: readonly DstRepeatPolicy[] = ['AUTO', 'FIRST', 'LAST', 'BOTH'];
 
@@ -67,7 +84,22 @@ const KNOWN_FIELDS: Readonly<Record<(typeof SCHEDULE_KINDS)[number], readonly st
   once: ['kind', 'at'],
   interval: ['kind', 'every_ms', 'anchor', 'start_at', 'end_at', 'max_fires'],
   cron: ['kind', 'expression', 'time_zone', 'dst_gap', 'dst_repeat', 'start_at', 'end_at', 'max_fires'],
+  rrule: [
+    'kind',
+    'rule',
+    'dtstart',
+    'time_zone',
+    'exdates',
+    'dst_gap',
+    'dst_repeat',
+    'start_at',
+    'end_at',
+    'max_fires',
+  ],
 };
+
+const LOCAL_FORMAT =
+  'a local wall time YYYY-MM-DDTHH:MM[:SS] without an offset (the zone is time_zone), e.g. 2026-01-30T17:00:00, in years 1970-9999';
 
 const ISO_FORMAT = `an ISO-8601 timestamp with an explicit offset or Z, e.g. 2026-03-08T09:30:00Z, within ${INSTANT_RANGE}`;
 
@@ -155,7 +187,7 @@ export function parseSchedule(
     ...(maxFires !== undefined ? { maxFires } : {}),
   };
 
-  let schedule: IntervalSchedule | CronSchedule | undefined;
+  let schedule: IntervalSchedule | CronSchedule | RruleSchedule | undefined;
   let cron: ParsedCron | undefined;
   if (kind === 'interval') {
     const everyMs = body.every_ms;
@@ -176,6 +208,10 @@ export function parseSchedule(
     if (violations.length === 0 && every !== undefined) {
       schedule = { kind: 'interval', everyMs: every, anchor, ...bounds };
     }
+  } else if (kind === 'rrule') {
+    const parsed = parseRruleFields(body, options, bounds, fail);
+    // An unknown field or a bad bound was reported before: the schedule is refused with it.
+    if (violations.length === 0) schedule = parsed;
   } else {
     const expression = body.expression;
     if (expression === undefined || expression === null)
@@ -230,12 +266,103 @@ export function parseSchedule(
       fail('start_at', `leaves no occurrence before the end of the instant range (${INSTANT_RANGE})`);
     } else if (schedule.kind === 'cron') {
       fail('expression', `never matches a calendar date (like February 30), so it would never fire`);
+    } else if (schedule.kind === 'rrule') {
+      fail(
+        'rule',
+        `names no wall time from dtstart ${schedule.dtstart} within a bounded look-ahead (a rule like BYMONTH=2;BYMONTHDAY=30, an UNTIL or COUNT already over), so it would never fire`,
+      );
     } else {
       fail('', `has no occurrence within ${INSTANT_RANGE}`);
     }
     return { ok: false, violations };
   }
   return { ok: true, schedule };
+}
+
+/** The rrule-only fields: rule, dtstart, time_zone, exdates and the DST policies. */
+function parseRruleFields(
+  body: Record<string, unknown>,
+  options: ScheduleParseOptions,
+  bounds: ScheduleBounds,
+  fail: (field: string, message: string) => void,
+): RruleSchedule | undefined {
+  let ok = true;
+  const bad = (field: string, message: string) => {
+    ok = false;
+    fail(field, message);
+  };
+  const rule = body.rule;
+  let normalized: string | undefined;
+  if (rule === undefined || rule === null)
+    bad('rule', "is required, e.g. 'FREQ=MONTHLY;BYDAY=-1FR;BYHOUR=17;BYMINUTE=0'");
+  else if (typeof rule !== 'string') bad('rule', 'must be a string');
+  else if (rule.length > MAX_EXPRESSION_LENGTH)
+    bad('rule', `must be at most ${MAX_EXPRESSION_LENGTH} characters`);
+  else {
+    const parsed = parseRrule(rule);
+    if (!parsed.ok) bad('rule', `${parsed.message} (in '${rule}')`);
+    else
+      normalized = rule
+        .trim()
+        .replace(/^RRULE:/i, '')
+        .toUpperCase();
+  }
+  let dtstart: string | undefined;
+  const rawStart = body.dtstart;
+  if (rawStart === undefined || rawStart === null) bad('dtstart', `is required; ${LOCAL_FORMAT}`);
+  else {
+    const wall = typeof rawStart === 'string' ? parseLocalWallTime(rawStart) : undefined;
+    if (wall === undefined) bad('dtstart', `must be ${LOCAL_FORMAT}; got ${JSON.stringify(rawStart)}`);
+    else dtstart = formatLocalWallTime(wall);
+  }
+  const exdates: string[] = [];
+  const rawExdates = body.exdates;
+  if (rawExdates !== undefined && rawExdates !== null) {
+    if (!Array.isArray(rawExdates)) bad('exdates', `must be an array of local wall times (${LOCAL_FORMAT})`);
+    else if (rawExdates.length > MAX_RRULE_EXDATES)
+      bad('exdates', `must list at most ${MAX_RRULE_EXDATES} wall times`);
+    else
+      rawExdates.forEach((e: unknown, i) => {
+        const wall = typeof e === 'string' ? parseLocalWallTime(e) : undefined;
+        if (wall === undefined) bad(`exdates[${i}]`, `must be ${LOCAL_FORMAT}; got ${JSON.stringify(e)}`);
+        else exdates.push(formatLocalWallTime(wall));
+      });
+  }
+  const timeZone = body.time_zone ?? 'UTC';
+  if (typeof timeZone !== 'string')
+    bad('time_zone', 'must be a string naming an IANA time zone, e.g. Europe/London');
+  else if (!isKnownTimeZone(timeZone))
+    bad('time_zone', `unknown IANA time zone '${timeZone}' (use a name like 'America/New_York' or 'UTC')`);
+  const dstGap = oneOf(body.dst_gap, DST_GAP_POLICIES, 'AUTO', 'dst_gap', bad);
+  const dstRepeat = oneOf(body.dst_repeat, DST_REPEAT_POLICIES, 'AUTO', 'dst_repeat', bad);
+  if (
+    !ok ||
+    normalized === undefined ||
+    dtstart === undefined ||
+    typeof timeZone !== 'string' ||
+    !dstGap ||
+    !dstRepeat
+  )
+    return undefined;
+  const uniqueExdates = [...new Set(exdates)].sort();
+  const spacing = compileRrule(normalized, dtstart, uniqueExdates).minimumSpacingMs();
+  if (spacing < options.minIntervalMs) {
+    fail(
+      'rule',
+      `fires as often as every ${formatDuration(spacing)}, more often than the minimum interval of ${formatDuration(options.minIntervalMs)}`,
+    );
+    return undefined;
+  }
+  return {
+    kind: 'rrule',
+    rule: normalized,
+    dtstart,
+    timeZone,
+    exdates: uniqueExdates,
+    dstGap,
+    dstRepeat,
+    ...bounds,
+  };
 }
 
 function oneOf<T extends string>(

@@ -1,6 +1,6 @@
 /**
  * Schedule definitions: when a job's occurrences are due.
- * All instants are UTC `Date`s; wall-clock reasoning happens only for cron in the job's IANA zone.
+ * All instants are UTC `Date`s; wall-clock reasoning happens only for cron and rrule in the job's IANA zone.
  */
 
 /** What a cron schedule does with a wall-clock time that does not exist (spring-forward gap). */
@@ -40,5 +40,21 @@ export interface CronSchedule extends ScheduleBounds {
   readonly dstRepeat: DstRepeatPolicy;
 }
 
-export type Schedule = OnceSchedule | IntervalSchedule | CronSchedule;
+/**
+ * Fire on an RFC 5545 recurrence rule (`FREQ=MONTHLY;BYDAY=-1FR;BYHOUR=17;BYMINUTE=0`) from `dtstart`, a local
+ * wall time in `timeZone`, less the `exdates` (local wall times), with the same DST policies as cron.
+ */
+export interface RruleSchedule extends ScheduleBounds {
+  readonly kind: 'rrule';
+  readonly rule: string;
+  /** Local wall time `YYYY-MM-DDTHH:MM:SS` in `timeZone`. */
+  readonly dtstart: string;
+  readonly timeZone: string;
+  /** Local wall times `YYYY-MM-DDTHH:MM:SS` that do not fire. */
+  readonly exdates: readonly string[];
+  readonly dstGap: DstGapPolicy;
+  readonly dstRepeat: DstRepeatPolicy;
+}
+
+export type Schedule = OnceSchedule | IntervalSchedule | CronSchedule | RruleSchedule;
 export type ScheduleKind = Schedule['kind'];
