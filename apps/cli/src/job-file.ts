@@ -69,8 +69,20 @@ export function scheduleToProtoRequest(raw: unknown): Msg {
           ...bounds,
         }),
       };
+    case 'rrule':
+      return {
+        rrule: compact({
+          rule: s.rule,
+          dtstart: s.dtstart,
+          time_zone: s.time_zone,
+          exdates: s.exdates,
+          dst_gap: enumOf(s.dst_gap, 'DST_GAP_POLICY_'),
+          dst_repeat: enumOf(s.dst_repeat, 'DST_REPEAT_POLICY_'),
+          ...bounds,
+        }),
+      };
     default:
-      throw new CliError('schedule.kind must be once, interval or cron');
+      throw new CliError('schedule.kind must be once, interval, cron or rrule');
   }
 }
 

@@ -241,19 +241,40 @@ program
   .description('the next fire times of a schedule, without creating a job')
   .option('-f, --file <path>', 'a schedule, or a job definition with one (YAML or JSON)')
   .option('--cron <expression>', 'a cron expression')
-  .option('--tz <zone>', 'IANA time zone for --cron', 'UTC')
+  .option('--rrule <rule>', 'an RFC 5545 recurrence rule, e.g. FREQ=MONTHLY;BYDAY=-1FR;BYHOUR=17;BYMINUTE=0')
+  .option('--dtstart <local>', "the rule's DTSTART, a local wall time in --tz, e.g. 2026-01-01T00:00:00")
+  .option('--exdate <local...>', 'local wall times the rule skips')
+  .option('--tz <zone>', 'IANA time zone for --cron or --rrule', 'UTC')
   .option('--every <ms>', 'an interval in milliseconds')
   .option('-n, --count <n>', 'how many fire times', '10')
   .option('--from <iso>', 'start from this instant (default now)')
   .action(
-    async (o: { file?: string; cron?: string; tz: string; every?: string; count: string; from?: string }) => {
+    async (o: {
+      file?: string;
+      cron?: string;
+      rrule?: string;
+      dtstart?: string;
+      exdate?: string[];
+      tz: string;
+      every?: string;
+      count: string;
+      from?: string;
+    }) => {
       let schedule: unknown;
       if (o.file) {
         const doc = readDocument(o.file) as Record<string, unknown> | null;
         schedule = doc && typeof doc === 'object' && 'schedule' in doc ? doc.schedule : doc;
       } else if (o.cron) schedule = { kind: 'cron', expression: o.cron, time_zone: o.tz };
+      else if (o.rrule)
+        schedule = {
+          kind: 'rrule',
+          rule: o.rrule,
+          dtstart: o.dtstart,
+          time_zone: o.tz,
+          ...(o.exdate ? { exdates: o.exdate } : {}),
+        };
       else if (o.every) schedule = { kind: 'interval', every_ms: Number(o.every) };
-      else throw new CliError('give --file, --cron or --every');
+      else throw new CliError('give --file, --cron, --rrule (with --dtstart) or --every');
       const from = o.from ? new Date(o.from) : undefined;
       if (from && Number.isNaN(from.getTime())) throw new CliError('--from must be an ISO-8601 instant');
       const request: Msg = { schedule: scheduleToProtoRequest(schedule), count: Number(o.count) };

@@ -67,6 +67,10 @@ function scheduleText(s: unknown): string {
     const c = m.cron as Msg;
     return `cron "${String(c.expression)}" ${String(c.time_zone ?? 'UTC')}`;
   }
+  if (m.rrule) {
+    const r = m.rrule as Msg;
+    return `rrule "${String(r.rule)}" from ${String(r.dtstart)} ${String(r.time_zone || 'UTC')}`;
+  }
   return '-';
 }
 

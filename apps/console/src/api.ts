@@ -35,8 +35,11 @@ export interface Run {
 }
 
 export interface Schedule {
-  kind: 'once' | 'interval' | 'cron';
+  kind: 'once' | 'interval' | 'cron' | 'rrule';
   at?: string;
+  rule?: string;
+  dtstart?: string;
+  exdates?: string[];
   every_ms?: number;
   anchor?: string;
   expression?: string;

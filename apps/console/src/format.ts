@@ -133,7 +133,80 @@ export function scheduleInWords(s: Schedule): string {
       return `every ${durationInWords(s.every_ms ?? 0)}`;
     case 'once':
       return `once, at ${s.at ? formatInZone(s.at, 'UTC') : '?'} UTC`;
+    case 'rrule':
+      return `${rruleInWords(s.rule ?? '')}, ${s.time_zone ?? 'UTC'}`;
   }
+}
+
+const ORDINALS: Record<string, string> = {
+  '1': 'first',
+  '2': 'second',
+  '3': 'third',
+  '4': 'fourth',
+  '5': 'fifth',
+  '-1': 'last',
+  '-2': 'second-to-last',
+};
+const WEEKDAY_NAMES: Record<string, string> = {
+  MO: 'Monday',
+  TU: 'Tuesday',
+  WE: 'Wednesday',
+  TH: 'Thursday',
+  FR: 'Friday',
+  SA: 'Saturday',
+  SU: 'Sunday',
+};
+
+/**
+ * A recurrence rule in words for the common shapes ("last Friday of each month at 17:00", "every 2 seconds");
+ * the raw rule when it is not one of them.
+ */
+export function rruleInWords(rule: string): string {
+  const parts = new Map(
+    rule
+      .toUpperCase()
+      .replace(/^RRULE:/, '')
+      .split(';')
+      .map((p) => p.split('=') as [string, string]),
+  );
+  const freq = parts.get('FREQ');
+  const interval = Number(parts.get('INTERVAL') ?? '1');
+  const known = ['FREQ', 'INTERVAL', 'BYDAY', 'BYHOUR', 'BYMINUTE', 'BYSECOND', 'COUNT', 'UNTIL', 'WKST'];
+  if (freq === undefined || [...parts.keys()].some((k) => !known.includes(k))) return rule;
+  const hours = parts.get('BYHOUR')?.split(',');
+  const minutes = parts.get('BYMINUTE')?.split(',') ?? ['0'];
+  const at =
+    hours !== undefined && hours.length === 1 && minutes.length === 1
+      ? ` at ${hours[0]!.padStart(2, '0')}:${minutes[0]!.padStart(2, '0')}`
+      : hours !== undefined
+        ? ` at hours ${hours.join(', ')}`
+        : '';
+  const days = parts.get('BYDAY')?.split(',');
+  const tail =
+    (parts.has('COUNT') ? `, ${parts.get('COUNT')} times` : '') +
+    (parts.has('UNTIL') ? ` until ${parts.get('UNTIL')}` : '');
+  const unit: Record<string, string> = {
+    SECONDLY: 'second',
+    MINUTELY: 'minute',
+    HOURLY: 'hour',
+    DAILY: 'day',
+    WEEKLY: 'week',
+    MONTHLY: 'month',
+    YEARLY: 'year',
+  };
+  const every = interval === 1 ? `every ${unit[freq] ?? freq}` : `every ${interval} ${unit[freq] ?? freq}s`;
+  if (freq === 'MONTHLY' && days?.length === 1) {
+    const m = /^([+-]?\d)?([A-Z]{2})$/.exec(days[0]!);
+    const ordinal = m?.[1] === undefined ? undefined : ORDINALS[m[1].replace('+', '')];
+    const name = m ? WEEKDAY_NAMES[m[2]!] : undefined;
+    if (ordinal && name)
+      return `${ordinal} ${name} of ${interval === 1 ? 'each month' : `every ${interval} months`}${at}${tail}`;
+  }
+  if ((freq === 'WEEKLY' || freq === 'DAILY') && days !== undefined && days.every((d) => WEEKDAY_NAMES[d])) {
+    return `${every} on ${days.map((d) => WEEKDAY_NAMES[d]).join(', ')}${at}${tail}`;
+  }
+  if (days !== undefined) return rule;
+  return `${every}${at}${tail}`;
 }
 
 /** The raw form of a schedule, for the table's second line. */
@@ -145,6 +218,8 @@ export function scheduleRaw(s: Schedule): string {
       return `every_ms ${s.every_ms ?? '?'}`;
     case 'once':
       return s.at ?? '';
+    case 'rrule':
+      return `${s.rule ?? ''} from ${s.dtstart ?? '?'}`;
   }
 }
 

@@ -84,7 +84,7 @@ export async function previewSchedule(raw: unknown, opts: PreviewOptions): Promi
   const validated = process.cpuUsage(sliceCpu);
   await nextTurn();
   const schedule = parsed.schedule;
-  const zone = schedule.kind === 'cron' ? schedule.timeZone : 'UTC';
+  const zone = schedule.kind === 'cron' || schedule.kind === 'rrule' ? schedule.timeZone : 'UTC';
   const horizon = Math.min(from.getTime() + PREVIEW_HORIZON_MS, LATEST_INSTANT_MS);
   const cursor = new OccurrenceCursor(schedule, from, 0, horizon);
   const sliceMs = opts.sliceMs ?? PREVIEW_SLICE_MS;

@@ -220,6 +220,17 @@ function jobSpecFromAvro(j: Record<string, unknown>): Record<string, JsonValue> 
       dst_repeat: s.dst_repeat as string,
       ...bounds,
     });
+  else if (kind === 'RruleSchedule')
+    schedule = compact({
+      kind: 'rrule',
+      rule: s.rule as string,
+      dtstart: s.dtstart as string,
+      time_zone: s.time_zone as string,
+      exdates: (s.exdates ?? []) as string[],
+      dst_gap: s.dst_gap as string,
+      dst_repeat: s.dst_repeat as string,
+      ...bounds,
+    });
   else throw new Error(`schedule has unknown type ${kind}`);
 
   const [type, t] = unwrap(j.target, 'target');
@@ -305,15 +316,27 @@ function jobSpecToAvro(j: Record<string, JsonValue>): Record<string, unknown> {
       ? { [`${NS}.OnceSchedule`]: { at: ms(s.at) } }
       : s.kind === 'interval'
         ? { [`${NS}.IntervalSchedule`]: { every_ms: s.every_ms, anchor: ms(s.anchor), ...bounds } }
-        : {
-            [`${NS}.CronSchedule`]: {
-              expression: s.expression,
-              time_zone: s.time_zone ?? 'UTC',
-              dst_gap: s.dst_gap ?? 'AUTO',
-              dst_repeat: s.dst_repeat ?? 'AUTO',
-              ...bounds,
-            },
-          };
+        : s.kind === 'rrule'
+          ? {
+              [`${NS}.RruleSchedule`]: {
+                rule: s.rule,
+                dtstart: s.dtstart,
+                time_zone: s.time_zone ?? 'UTC',
+                exdates: s.exdates ?? [],
+                dst_gap: s.dst_gap ?? 'AUTO',
+                dst_repeat: s.dst_repeat ?? 'AUTO',
+                ...bounds,
+              },
+            }
+          : {
+              [`${NS}.CronSchedule`]: {
+                expression: s.expression,
+                time_zone: s.time_zone ?? 'UTC',
+                dst_gap: s.dst_gap ?? 'AUTO',
+                dst_repeat: s.dst_repeat ?? 'AUTO',
+                ...bounds,
+              },
+            };
   const t = (j.target ?? {}) as Record<string, JsonValue>;
   const status = (t.success_status ?? {}) as Record<string, JsonValue>;
   const target =

@@ -157,6 +157,19 @@ export function scheduleFromProto(s: unknown): Record<string, JsonValue> | undef
       ...bounds(c),
     });
   }
+  if (m.rrule) {
+    const r = m.rrule as Msg;
+    return compact({
+      kind: 'rrule',
+      rule: (r.rule as string | undefined) ?? '',
+      dtstart: (r.dtstart as string | undefined) || undefined,
+      time_zone: (r.time_zone as string | undefined) || undefined,
+      exdates: Array.isArray(r.exdates) && r.exdates.length > 0 ? (r.exdates as string[]) : undefined,
+      dst_gap: fromEnum(r.dst_gap, 'DST_GAP_POLICY_'),
+      dst_repeat: fromEnum(r.dst_repeat, 'DST_REPEAT_POLICY_'),
+      ...bounds(r),
+    });
+  }
   return undefined;
 }
 
@@ -251,6 +264,18 @@ function scheduleToProto(w: Record<string, JsonValue>): Msg {
   };
   if (w.kind === 'once') return { once: { at: ts(w.at) } };
   if (w.kind === 'interval') return { interval: { every_ms: w.every_ms, anchor: ts(w.anchor), ...bounds } };
+  if (w.kind === 'rrule')
+    return {
+      rrule: {
+        rule: w.rule,
+        dtstart: w.dtstart,
+        time_zone: w.time_zone,
+        exdates: w.exdates ?? [],
+        dst_gap: toEnum(w.dst_gap as string, 'DST_GAP_POLICY_'),
+        dst_repeat: toEnum(w.dst_repeat as string, 'DST_REPEAT_POLICY_'),
+        ...bounds,
+      },
+    };
   return {
     cron: {
       expression: w.expression,

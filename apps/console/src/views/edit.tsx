@@ -16,8 +16,12 @@ import { ErrorBox, jobHref, navigate, useLoad, When, type Ctx } from '../ui';
 interface Form {
   job_id: string;
   tenant_id: string;
-  kind: 'once' | 'interval' | 'cron';
+  kind: 'once' | 'interval' | 'cron' | 'rrule';
   expression: string;
+  rule: string;
+  dtstart: string;
+  /** Comma-separated local wall times. */
+  exdates: string;
   time_zone: string;
   dst_gap: string;
   dst_repeat: string;
@@ -55,6 +59,9 @@ function blank(tenant: string | null): Form {
     tenant_id: tenant ?? '',
     kind: 'cron',
     expression: '0 9 * * MON-FRI',
+    rule: 'FREQ=MONTHLY;BYDAY=-1FR;BYHOUR=17;BYMINUTE=0',
+    dtstart: new Date().toISOString().slice(0, 11) + '00:00:00',
+    exdates: '',
     time_zone: 'UTC',
     dst_gap: 'AUTO',
     dst_repeat: 'AUTO',
@@ -93,6 +100,9 @@ function fromJob(j: Job): Form {
     job_id: j.job_id,
     kind: s.kind,
     expression: s.expression ?? '',
+    rule: s.rule ?? 'FREQ=MONTHLY;BYDAY=-1FR;BYHOUR=17;BYMINUTE=0',
+    dtstart: s.dtstart ?? new Date().toISOString().slice(0, 11) + '00:00:00',
+    exdates: (s.exdates ?? []).join(', '),
     time_zone: s.time_zone ?? 'UTC',
     dst_gap: s.dst_gap ?? 'AUTO',
     dst_repeat: s.dst_repeat ?? 'AUTO',
@@ -135,6 +145,20 @@ function scheduleOf(f: Form): Schedule {
       kind: 'interval',
       every_ms: numberish(f.every_ms) as number,
       ...opt({ anchor: f.anchor }),
+      ...common,
+    };
+  if (f.kind === 'rrule')
+    return {
+      kind: 'rrule',
+      rule: f.rule,
+      dtstart: f.dtstart,
+      time_zone: f.time_zone,
+      exdates: f.exdates
+        .split(',')
+        .map((e) => e.trim())
+        .filter((e) => e !== ''),
+      dst_gap: f.dst_gap,
+      dst_repeat: f.dst_repeat,
       ...common,
     };
   return {
@@ -273,9 +297,11 @@ function fieldsShown(f: Form, creating: boolean, admin: boolean): string[] {
   const schedule =
     f.kind === 'cron'
       ? ['expression', 'time_zone', 'dst_gap', 'dst_repeat']
-      : f.kind === 'interval'
-        ? ['every_ms', 'anchor']
-        : ['at'];
+      : f.kind === 'rrule'
+        ? ['rule', 'dtstart', 'exdates', 'time_zone', 'dst_gap', 'dst_repeat']
+        : f.kind === 'interval'
+          ? ['every_ms', 'anchor']
+          : ['at'];
   if (f.kind !== 'once') schedule.push('start_at', 'end_at', 'max_fires');
   const target =
     f.target_type === 'webhook'
@@ -457,7 +483,7 @@ export function EditView(props: { ctx: Ctx; jobId?: string }) {
           <fieldset>
             <legend>Schedule</legend>
             <div class="radios" role="radiogroup" aria-label="Schedule kind">
-              {(['cron', 'interval', 'once'] as const).map((k) => (
+              {(['cron', 'rrule', 'interval', 'once'] as const).map((k) => (
                 <label key={k}>
                   <input
                     type="radio"
@@ -470,15 +496,42 @@ export function EditView(props: { ctx: Ctx; jobId?: string }) {
                 </label>
               ))}
             </div>
-            {form.kind === 'cron' && (
+            {form.kind === 'rrule' && (
               <>
                 <Field
                   {...f}
-                  id="expression"
-                  api="schedule.expression"
-                  label="Cron expression"
-                  hint="minute hour day-of-month month day-of-week, e.g. 0 9 * * MON-FRI"
+                  id="rule"
+                  api="schedule.rule"
+                  label="Recurrence rule (RFC 5545)"
+                  hint="e.g. FREQ=MONTHLY;BYDAY=-1FR;BYHOUR=17;BYMINUTE=0"
                 />
+                <Field
+                  {...f}
+                  id="dtstart"
+                  api="schedule.dtstart"
+                  label="DTSTART (local wall time in the zone)"
+                  hint="e.g. 2026-01-01T00:00:00"
+                />
+                <Field
+                  {...f}
+                  id="exdates"
+                  api="schedule.exdates"
+                  label="Excluded wall times (optional)"
+                  hint="comma-separated, e.g. 2026-12-25T17:00:00"
+                />
+              </>
+            )}
+            {(form.kind === 'cron' || form.kind === 'rrule') && (
+              <>
+                {form.kind === 'cron' && (
+                  <Field
+                    {...f}
+                    id="expression"
+                    api="schedule.expression"
+                    label="Cron expression"
+                    hint="minute hour day-of-month month day-of-week, e.g. 0 9 * * MON-FRI"
+                  />
+                )}
                 <Field {...f} id="time_zone" api="schedule.time_zone" label="Time zone" list="zones" />
                 <datalist id="zones">
                   {ZONES.map((z) => (

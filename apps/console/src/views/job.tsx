@@ -39,7 +39,7 @@ function Definition(props: { job: Job }) {
   const rows: [string, string][] = [
     ['Schedule', `${scheduleInWords(s)} (${s.kind}: ${scheduleRaw(s)})`],
     ['Time zone', s.time_zone ?? 'UTC'],
-    ...(s.kind === 'cron'
+    ...(s.kind === 'cron' || s.kind === 'rrule'
       ? ([['DST policy', `gap ${s.dst_gap ?? 'AUTO'}, repeat ${s.dst_repeat ?? 'AUTO'}`]] as [
           string,
           string,
