@@ -356,4 +356,49 @@ describe('schedule commands on Kafka', () => {
       await rejected.close();
     }
   });
+  it('applies an UPSERT with an RruleSchedule (the union branch appended last), and rejects a bad rule naming the field', async () => {
+    const jobId = `cmd-rrule-${randomUUID().slice(0, 8)}`;
+    const rruleJob = (rule: string): Msg => ({
+      ...cronJob(),
+      schedule: {
+        [`${NS}.RruleSchedule`]: {
+          rule,
+          dtstart: '2026-01-01T00:00:00',
+          time_zone: 'Europe/London',
+          exdates: ['2026-12-25T17:00:00'],
+          dst_gap: 'AUTO',
+          dst_repeat: 'AUTO',
+          start_at: null,
+          end_at: null,
+          max_fires: null,
+        },
+      },
+    });
+    await publish(jobId, [
+      await encode(
+        command('UPSERT', jobId, { job: rruleJob('FREQ=MONTHLY;BYDAY=-1FR;BYHOUR=17;BYMINUTE=0') }),
+      ),
+    ]);
+    const created = await jobIs(jobId, () => true);
+    expect(created.schedule).toMatchObject({
+      rrule: {
+        rule: 'FREQ=MONTHLY;BYDAY=-1FR;BYHOUR=17;BYMINUTE=0',
+        dtstart: '2026-01-01T00:00:00',
+        time_zone: 'Europe/London',
+        exdates: ['2026-12-25T17:00:00'],
+      },
+    });
+    const badId = `cmd-rrule-bad-${randomUUID().slice(0, 8)}`;
+    await publish(badId, [
+      await encode(command('UPSERT', badId, { job: rruleJob('FREQ=YEARLY;BYWEEKNO=1') })),
+    ]);
+    const rejected = await eventually('the rejected rrule command', async () => {
+      const r = await db.query<{ reason: string }>(
+        "SELECT reason FROM applied_commands WHERE job_id = $1 AND outcome <> 'APPLIED'",
+        [badId],
+      );
+      return r.rows[0];
+    });
+    expect(rejected.reason).toContain('schedule.rule');
+  });
 });
