@@ -1,3 +1,4 @@
+import { describe, expect, it } from '@jest/globals';
 import { rruleInWords, scheduleInWords } from './format';
 
 describe('rrule schedules in words', () => {
