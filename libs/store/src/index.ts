@@ -59,3 +59,11 @@ export {
   type LatenessRow,
   type LatenessReport,
 } from './repositories/insight.repository';
+export {
+  BulkRepository,
+  type BulkCandidate,
+  type BulkJobOutcome,
+  type BulkScope,
+  type BulkWindowChange,
+  type ResumedPause,
+} from './repositories/bulk.repository';
