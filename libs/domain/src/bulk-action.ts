@@ -120,7 +120,10 @@ export function parseBulkActionRequest(raw: unknown, now: Date): BulkActionReque
     try {
       selector = parseLabelSelector(selectorText);
       if (Object.keys(selector.equal).length === 0)
-        fail('label_selector', 'must have at least one key=value term (inequalities alone would match nearly every job)');
+        fail(
+          'label_selector',
+          'must have at least one key=value term (inequalities alone would match nearly every job)',
+        );
     } catch (e) {
       if (!(e instanceof ValidationError)) throw e;
       violations.push(...e.violations);
@@ -157,7 +160,13 @@ export function parseBulkActionRequest(raw: unknown, now: Date): BulkActionReque
     else if (action !== 'RESUME' && !(action === 'PAUSE' && body.until !== undefined))
       fail('missed', 'applies to action RESUME, or PAUSE with until');
     else {
-      const windowMs = optionalInt(body.catch_up_window_ms, 'catch_up_window_ms', 1, MAX_CATCH_UP_WINDOW_MS, fail);
+      const windowMs = optionalInt(
+        body.catch_up_window_ms,
+        'catch_up_window_ms',
+        1,
+        MAX_CATCH_UP_WINDOW_MS,
+        fail,
+      );
       const limit = optionalInt(body.catch_up_limit, 'catch_up_limit', 1, MAX_RESUME_CATCH_UP, fail);
       catchUp = {
         missed: missed as MissedOccurrencesPolicy,

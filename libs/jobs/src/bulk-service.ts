@@ -102,7 +102,12 @@ export class BulkActionService {
     scope: BulkScope,
     bulkActionId: string,
   ): Promise<BulkActionResult> {
-    const audit = { actor: caller.actor, role: caller.role, via: caller.via, action: AUDIT_ACTION[req.action] };
+    const audit = {
+      actor: caller.actor,
+      role: caller.role,
+      via: caller.via,
+      action: AUDIT_ACTION[req.action],
+    };
     const details: Record<string, JsonValue> = {
       bulk_action_id: bulkActionId,
       label_selector: req.selectorText,
@@ -125,11 +130,11 @@ export class BulkActionService {
     };
     let after: string | null = null;
     for (;;) {
-      const { end, change }: { end: string | null; change: ReturnType<typeof decide> } = await this.bulk.window(scope, after, this.window, audit, details, (c) =>
-        decide(req, caller, bulkActionId, c),
-      );
-      for (const o of change.outcomes)
-        tally({ jobId: o.jobId, outcome: o.outcome, message: messageOf(o) });
+      const { end, change }: { end: string | null; change: ReturnType<typeof decide> } =
+        await this.bulk.window(scope, after, this.window, audit, details, (c) =>
+          decide(req, caller, bulkActionId, c),
+        );
+      for (const o of change.outcomes) tally({ jobId: o.jobId, outcome: o.outcome, message: messageOf(o) });
       // A paused job with no stored next occurrence is resumed as ResumeJob does (its first
       // occurrence from now is planned): rare, so one call each, each with its own audit row.
       for (const jobId of change.planResume) {

@@ -71,7 +71,11 @@ export class BulkRepository {
 
   /** How many jobs match, and the first `sample` of their ids (by job id). One read, no locks. */
   async count(scope: BulkScope, sample: number): Promise<{ matched: number; sample: string[] }> {
-    const params = [scope.tenantId, JSON.stringify(scope.selector.equal), JSON.stringify(scope.selector.notEqual)];
+    const params = [
+      scope.tenantId,
+      JSON.stringify(scope.selector.equal),
+      JSON.stringify(scope.selector.notEqual),
+    ];
     const where = `($1::text IS NULL OR j.tenant_id = $1) AND ${selectorSql('$2', '$3')}`;
     const [n, ids] = await Promise.all([
       this.pool.query<{ n: string }>(`SELECT count(*) AS n FROM jobs j WHERE ${where}`, params),
@@ -149,7 +153,11 @@ export class BulkRepository {
    * catch-up choice its pause named, and audits each (actor `scheduler:<instance>`, on behalf of
    * the pausing caller). Locked rows are skipped (another sweep or a change has them: next time).
    */
-  async resumeExpiredPauses(shards: readonly number[], limit: number, instance: string): Promise<ResumedPause[]> {
+  async resumeExpiredPauses(
+    shards: readonly number[],
+    limit: number,
+    instance: string,
+  ): Promise<ResumedPause[]> {
     if (shards.length === 0) return [];
     return inTransaction(this.pool, async (client) => {
       const { rows } = await client.query<{
