@@ -8,7 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 import { Client as Pg } from 'pg';
-import { AdminTestClient, ts, type Msg } from '../support/admin-client';
+import { AdminTestClient, dateOf, ts, type Msg } from '../support/admin-client';
 import { startApp, type AppProcess } from '../support/apps';
 import { eventually, freePort, isolate, type Isolation } from '../support/env';
 import { contractFetch } from '../support/openapi';
@@ -289,6 +289,9 @@ describe('bulk actions by label selector', () => {
     });
     expect(r).toMatchObject({ matched: 3, changed: 3 });
     for (const id of ['pay-skip', 'pay-once', 'pay-all']) expect(await status(id)).toBe('PAUSED');
+    const shown = await grpc.ok('GetJob', { job_id: 'pay-once' });
+    expect(dateOf(shown.paused_until)?.getTime()).toBe(until.getTime());
+    expect((await rest('GET', '/v1/jobs/pay-once', TOKENS.a)).body.paused_until).toBe(until.toISOString());
     await waitDbMs(4_000);
     // No scheduler was running at `until`: the one started now still resumes them.
     for (const id of ['pay-skip', 'pay-once', 'pay-all']) expect(await status(id)).toBe('PAUSED');
@@ -301,6 +304,7 @@ describe('bulk actions by label selector', () => {
       },
       30_000,
     );
+    expect((await rest('GET', '/v1/jobs/pay-once', TOKENS.a)).body.paused_until).toBeUndefined();
     const rows = await audits(r.bulk_action_id as string);
     expect(rows.filter((a) => a.action === 'ResumeJob').map((a) => [a.job_id, a.outcome])).toEqual([
       ['pay-all', 'OK'],
