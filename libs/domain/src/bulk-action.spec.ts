@@ -100,6 +100,11 @@ describe('parseBulkActionRequest', () => {
     expect(
       fields(() => parseBulkActionRequest({ action: 'RESUME', label_selector: 'a=b', dry_run: 'yes' }, NOW)),
     ).toEqual(['dry_run']);
+    expect(
+      fields(() =>
+        parseBulkActionRequest({ action: 'PAUSE', label_selector: 'a=b', until: '', missed: 'SKIP' }, NOW),
+      ),
+    ).toEqual(['missed']);
   });
 });
 

@@ -143,7 +143,8 @@ export function parseBulkActionRequest(raw: unknown, now: Date): BulkActionReque
   }
 
   let until: Date | undefined;
-  if (body.until !== undefined && body.until !== null && body.until !== '') {
+  const untilGiven = body.until !== undefined && body.until !== null && body.until !== '';
+  if (untilGiven) {
     const parsed = typeof body.until === 'string' ? parseInstant(body.until) : undefined;
     if (!parsed) fail('until', 'must be an RFC 3339 instant (e.g. 2026-12-07T09:00:00Z)');
     else if (instantRangeProblem(parsed)) fail('until', instantRangeProblem(parsed)!);
@@ -157,7 +158,7 @@ export function parseBulkActionRequest(raw: unknown, now: Date): BulkActionReque
   if (missed !== undefined && missed !== null && missed !== '') {
     if (typeof missed !== 'string' || !(MISSED_POLICIES as readonly string[]).includes(missed))
       fail('missed', `must be one of ${MISSED_POLICIES.join(', ')}`);
-    else if (action !== 'RESUME' && !(action === 'PAUSE' && body.until !== undefined))
+    else if (action !== 'RESUME' && !(action === 'PAUSE' && untilGiven))
       fail('missed', 'applies to action RESUME, or PAUSE with until');
     else {
       const windowMs = optionalInt(
