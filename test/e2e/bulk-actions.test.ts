@@ -6,13 +6,22 @@
  * row per job, and a bad selector refused naming the field — over REST (every response validated
  * against the OpenAPI document) and gRPC.
  */
+import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { join } from 'node:path';
 import { Client as Pg } from 'pg';
 import { AdminTestClient, dateOf, ts, type Msg } from '../support/admin-client';
 import { startApp, type AppProcess } from '../support/apps';
 import { eventually, freePort, isolate, type Isolation } from '../support/env';
 import { contractFetch } from '../support/openapi';
 
+const CLI = join(
+  process.env.TICKWORK_TEST_DIST ?? join(__dirname, '..', '..', 'dist'),
+  'apps',
+  'cli',
+  'src',
+  'main.js',
+);
 const sha = (t: string) => createHash('sha256').update(t).digest('hex');
 const TOKENS = {
   a: 'tok-acme-bulk-0123456789',
@@ -36,6 +45,7 @@ describe('bulk actions by label selector', () => {
   let base: string;
   let http: typeof fetch;
   let grpc: AdminTestClient;
+  let grpcAddress: string;
 
   const startScheduler = async () => {
     scheduler = startApp(
@@ -60,7 +70,8 @@ describe('bulk actions by label selector', () => {
     http = await contractFetch(base);
     db = new Pg({ connectionString: iso.databaseUrl });
     await db.connect();
-    grpc = new AdminTestClient(`127.0.0.1:${grpcPort}`, TOKENS.a);
+    grpcAddress = `127.0.0.1:${grpcPort}`;
+    grpc = new AdminTestClient(grpcAddress, TOKENS.a);
     await startScheduler();
   }, 120_000);
 
@@ -323,6 +334,33 @@ describe('bulk actions by label selector', () => {
         ),
       30_000,
     );
+  });
+
+  it('the CLI runs a bulk action (dry run, then resume) and names a bad selector', async () => {
+    const cli = (args: string[]) =>
+      new Promise<{ code: number; stdout: string; stderr: string }>((done) => {
+        execFile(
+          process.execPath,
+          [CLI, ...args],
+          {
+            env: { PATH: process.env.PATH ?? '', TICKWORK_SERVER: grpcAddress, TICKWORK_TOKEN: TOKENS.admin },
+            timeout: 60_000,
+          },
+          (err, stdout, stderr) =>
+            done({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+        );
+      });
+    const dry = await cli(['bulk', 'resume', '-l', PROD, '--tenant', 'globex', '--dry-run']);
+    expect(dry.code).toBe(0);
+    expect(dry.stdout).toMatch(/^dry run: RESUME would touch 1 job\(s\)$/m);
+    const paused = await cli(['--json', 'bulk', 'pause', '-l', PROD, '--tenant', 'globex']);
+    expect(JSON.parse(paused.stdout)).toMatchObject({ matched: 1, changed: 1 });
+    const resumed = await cli(['bulk', 'resume', '-l', PROD, '--tenant', 'globex', '--missed', 'SKIP']);
+    expect(resumed.stdout).toMatch(/^RESUME: matched 1, changed 1, unchanged 0, failed 0$/m);
+    expect(await status('gx-pay')).toBe('SCHEDULED');
+    const bad = await cli(['bulk', 'pause', '-l', 'team']);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/label_selector: "team" must be key=value/);
   });
 
   it('an admin acts in a named tenant; deletes by label leave other tenants and labels alone', async () => {

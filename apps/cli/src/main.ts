@@ -71,9 +71,19 @@ function out(): Out {
   };
 }
 
+/**
+ * A bulk action over a large selection takes a while (about 5,000 jobs a second): unless --timeout
+ * is given, its deadline is 10 minutes instead of the default 10 seconds.
+ */
+const BULK_DEFAULT_TIMEOUT_MS = 600_000;
+
 /** Runs one RPC with a fresh client and closes it. */
 async function call(method: string, request: Msg): Promise<Msg> {
-  const client = new AdminClient(clientOptions());
+  const opts = clientOptions();
+  const defaultTimeout = program.getOptionValueSource('timeout') === 'default';
+  const client = new AdminClient(
+    method === 'BulkAction' && defaultTimeout ? { ...opts, timeoutMs: BULK_DEFAULT_TIMEOUT_MS } : opts,
+  );
   try {
     return await client.call(method, request);
   } finally {
