@@ -69,6 +69,7 @@ const noRelativeCrossBoundary = {
     messages: {
       toLib: "'{{spec}}' leaves {{from}} for {{to}}: import it as @tickwork/{{lib}}.",
       toApp: "'{{spec}}' leaves {{from}} for {{to}}: only an app's own files import it.",
+      outside: "'{{spec}}' leaves {{from}} for {{to}}: a lib or app imports only its own files relatively.",
     },
   },
   create(context) {
@@ -85,7 +86,7 @@ const noRelativeCrossBoundary = {
       const isLib = to?.startsWith('libs/');
       context.report({
         node,
-        messageId: isLib ? 'toLib' : 'toApp',
+        messageId: isLib ? 'toLib' : to ? 'toApp' : 'outside',
         data: { spec, from, to: where, lib: isLib ? to.slice('libs/'.length) : '' },
       });
     };

@@ -6,7 +6,9 @@
  * Needs `npm run build` (npm test builds first).
  */
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { KAFKAJS_VERSION } from '@tickwork/messaging';
 
 const REPO = path.resolve(__dirname, '../..');
 const MESSAGING = path.join(REPO, 'dist/libs/messaging/src');
@@ -43,6 +45,19 @@ function probe(loadKafkajsFirst: boolean): Probe {
 }
 
 describe('kafkajs patches', () => {
+  it('are written against the kafkajs release package.json pins, and that release is installed', () => {
+    const pkg = JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+    };
+    expect(pkg.dependencies['kafkajs']).toBe(KAFKAJS_VERSION);
+    const installed = JSON.parse(
+      readFileSync(path.join(REPO, 'node_modules/kafkajs/package.json'), 'utf8'),
+    ) as {
+      version: string;
+    };
+    expect(installed.version).toBe(KAFKAJS_VERSION);
+  });
+
   it('are installed by createKafkaBus, not on import, and every one takes effect', () => {
     const p = probe(false);
     expect(p.reportAtImport).toBeNull();
