@@ -220,6 +220,9 @@ CREATE TABLE public.jobs (
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     trace_context jsonb,
     next_dst_shift_ms integer DEFAULT 0 NOT NULL,
+    paused_until timestamp with time zone,
+    resume_catch_up jsonb,
+    pause_resume jsonb,
     CONSTRAINT jobs_check CHECK (((status <> 'SCHEDULED'::text) OR ((next_run_at IS NOT NULL) AND (next_nominal_at IS NOT NULL)))),
     CONSTRAINT jobs_next_dst_shift_ms_check CHECK ((next_dst_shift_ms >= 0)),
     CONSTRAINT jobs_schedule_kind_check CHECK ((schedule_kind = ANY (ARRAY['once'::text, 'interval'::text, 'cron'::text]))),
@@ -462,6 +465,12 @@ CREATE INDEX jobs_due_idx ON public.jobs USING btree (shard, tenant_id, next_run
 --
 
 CREATE INDEX jobs_labels_idx ON public.jobs USING gin (labels jsonb_path_ops);
+
+--
+-- Name: jobs_paused_until_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX jobs_paused_until_idx ON public.jobs USING btree (shard, paused_until) WHERE (paused_until IS NOT NULL);
 
 --
 -- Name: jobs_tenant_idx; Type: INDEX; Schema: public; Owner: -
