@@ -192,7 +192,10 @@ export class JobHistoryService {
         attempt: 1,
         target: original?.target ?? job.target,
         payload: original ? original.payload : job.payload,
-      }));
+      }),
+      // The replay repeats the original fire's target and payload: it ran under that fire's version.
+      original ? dead.run.jobVersion : undefined,
+      );
       await tx.markReplayed(fenceToken, fire.fenceToken, caller.actor);
       tx.note({ replayed_fire_id: fireId });
       return fire;
