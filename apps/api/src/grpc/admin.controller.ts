@@ -119,7 +119,10 @@ export class AdminGrpcController {
               .previewUpdateJob(c, str(job.job_id), patch, paths, {
                 etag,
                 // proto3 has no "unset" for an int32: 0 asks for the default.
-                count: typeof req.dry_run_count === 'number' && req.dry_run_count !== 0 ? req.dry_run_count : undefined,
+                count:
+                  typeof req.dry_run_count === 'number' && req.dry_run_count !== 0
+                    ? req.dry_run_count
+                    : undefined,
                 countField: 'dry_run_count',
               })
               .then(updatePreviewToProto)
