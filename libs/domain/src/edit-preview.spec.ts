@@ -219,6 +219,33 @@ describe('previewEdit', () => {
       expect(m.after.scheduledFor.getTime()).toBeGreaterThan(m.before.scheduledFor.getTime());
   });
 
+  it('tells apart two occurrences at one instant (dst_gap SHIFT): SKIP removes only the shifted one', () => {
+    // 2026-03-08 in New York: 02:45 does not exist; SHIFT fires it at 03:45 EDT, beside 03:45 itself.
+    const shifted: Schedule = {
+      kind: 'cron',
+      expression: '45 0-3 * * *',
+      timeZone: 'America/New_York',
+      dstGap: 'SHIFT',
+      dstRepeat: 'AUTO',
+    };
+    const p = previewEdit(
+      job('2026-03-08T05:45:00Z', { schedule: shifted }),
+      { jobId: 'j1', schedule: { ...shifted, dstGap: 'SKIP' }, policies: DEFAULT_POLICIES },
+      at('2026-03-08T05:00:00Z'),
+      opts,
+    );
+    expect(p.before.occurrences.map((o) => [iso(o.nominalTime), o.dstShiftMs ?? 0])).toEqual([
+      ['2026-03-08T05:45:00.000Z', 0],
+      ['2026-03-08T06:45:00.000Z', 0],
+      ['2026-03-08T07:45:00.000Z', 3_600_000],
+      ['2026-03-08T07:45:00.000Z', 0],
+    ]);
+    expect(p.disappearing.map((o) => [iso(o.nominalTime), o.dstShiftMs])).toEqual([
+      ['2026-03-08T07:45:00.000Z', 3_600_000],
+    ]);
+    expect(p.appearing).toEqual([]);
+  });
+
   it('bounds the count', () => {
     const p = previewEdit(
       job('2026-06-01T11:00:00Z'),

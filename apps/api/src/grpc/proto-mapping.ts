@@ -436,6 +436,7 @@ export function deadLetterToProto(d: DeadLetterEntry): Msg {
     replay_fire_id:
       d.replayFenceToken !== null ? fireIdOf({ jobId: r.jobId, fenceToken: d.replayFenceToken }) : '',
     replayed_at: timestamp(d.replayedAt),
+    ...(typeof r.jobVersion === 'number' ? { job_version: r.jobVersion } : {}),
   };
 }
 
