@@ -6,6 +6,38 @@
 --
 
 --
+-- Name: job_runs_take_fire_version(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.job_runs_take_fire_version() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  IF NEW.job_version IS NULL THEN
+    SELECT f.job_version INTO NEW.job_version
+      FROM fires f
+     WHERE f.job_id = NEW.job_id AND f.fence_token = NEW.fence_token;
+  END IF;
+  RETURN NEW;
+END
+$$;
+
+--
+-- Name: ledger_take_job_version(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.ledger_take_job_version() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  IF NEW.job_version IS NULL THEN
+    SELECT j.version INTO NEW.job_version FROM jobs j WHERE j.job_id = NEW.job_id;
+  END IF;
+  RETURN NEW;
+END
+$$;
+
+--
 -- Name: applied_commands; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -119,6 +151,7 @@ CREATE TABLE public.fires (
     trace_context jsonb,
     batch_id bigint NOT NULL,
     dst_shift_ms integer DEFAULT 0 NOT NULL,
+    job_version bigint,
     CONSTRAINT fires_dst_shift_ms_check CHECK ((dst_shift_ms >= 0)),
     CONSTRAINT fires_trigger_check CHECK ((trigger = ANY (ARRAY['SCHEDULE'::text, 'MANUAL'::text, 'REPLAY'::text])))
 );
@@ -180,6 +213,7 @@ CREATE TABLE public.job_runs (
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     next_attempt_at timestamp with time zone,
     handed_off_at timestamp with time zone,
+    job_version bigint,
     CONSTRAINT job_runs_status_check CHECK ((status = ANY (ARRAY['RUNNING'::text, 'RETRYING'::text, 'SUCCEEDED'::text, 'DEAD_LETTERED'::text, 'SKIPPED'::text])))
 );
 
@@ -243,6 +277,7 @@ CREATE TABLE public.occurrence_skips (
     last_nominal timestamp with time zone NOT NULL,
     occurrences bigint NOT NULL,
     recorded_at timestamp with time zone DEFAULT now() NOT NULL,
+    job_version bigint,
     CONSTRAINT occurrence_skips_occurrences_check CHECK ((occurrences > 0))
 );
 
@@ -501,6 +536,24 @@ CREATE INDEX occurrence_skips_tenant_idx ON public.occurrence_skips USING btree 
 --
 
 CREATE UNIQUE INDEX shard_leases_epoch_key ON public.shard_leases USING btree (shard, epoch);
+
+--
+-- Name: fires fires_take_job_version; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER fires_take_job_version BEFORE INSERT ON public.fires FOR EACH ROW EXECUTE FUNCTION public.ledger_take_job_version();
+
+--
+-- Name: job_runs job_runs_take_fire_version; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER job_runs_take_fire_version BEFORE INSERT ON public.job_runs FOR EACH ROW EXECUTE FUNCTION public.job_runs_take_fire_version();
+
+--
+-- Name: occurrence_skips occurrence_skips_take_job_version; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER occurrence_skips_take_job_version BEFORE INSERT ON public.occurrence_skips FOR EACH ROW EXECUTE FUNCTION public.ledger_take_job_version();
 
 --
 -- PostgreSQL database dump complete

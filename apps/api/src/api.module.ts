@@ -94,6 +94,11 @@ export class ApiModule implements OnApplicationShutdown {
             new JobService(jobs, history, {
               shardCount: config.shardCount,
               herdJitterMs: config.scheduler.herdJitterMs,
+              // An edit preview plans due occurrences with the scheduler's settings.
+              claimPlan: {
+                maxCatchUp: config.scheduler.maxCatchUp,
+                lookaheadMs: config.scheduler.lookaheadMs,
+              },
               limits: {
                 minIntervalMs: config.api.minIntervalMs,
                 maxPayloadBytes: config.api.maxPayloadBytes,

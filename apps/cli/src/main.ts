@@ -17,6 +17,7 @@ import {
   printLateness,
   printWhoAmI,
   printFires,
+  printEditPreview,
   printJob,
   printJobs,
   printOccurrences,
@@ -182,16 +183,20 @@ program
     'file with the fields to replace: schedule, target, payload, policies, labels',
   )
   .option('--etag <etag>', 'only if the job is still at this etag')
-  .action(async (jobId: string, o: { file: string; etag?: string }) => {
+  .option('--dry-run', 'change nothing: print what the update would do to the next occurrences')
+  .option('-n, --count <n>', 'with --dry-run: occurrences compared per side (1-100)', '10')
+  .action(async (jobId: string, o: { file: string; etag?: string; dryRun?: boolean; count: string }) => {
     const doc = readDocument(o.file);
     if (!doc || typeof doc !== 'object' || Array.isArray(doc))
       throw new CliError(`${o.file} must hold a mapping`);
     const paths = Object.keys(doc);
     const job = jobToProtoRequest(doc);
-    printJob(
-      out(),
-      await call('UpdateJob', { job: { ...job, job_id: jobId }, update_mask: { paths }, etag: o.etag ?? '' }),
-    );
+    const request = { job: { ...job, job_id: jobId }, update_mask: { paths }, etag: o.etag ?? '' };
+    if (!o.dryRun) return printJob(out(), await call('UpdateJob', request));
+    const count = Number(o.count);
+    if (!Number.isInteger(count) || count < 1 || count > 100)
+      throw new CliError('--count must be an integer from 1 to 100');
+    printEditPreview(out(), await call('UpdateJob', { ...request, dry_run: true, dry_run_count: count }));
   });
 
 for (const [name, rpc, what] of [

@@ -12,5 +12,6 @@ export * from './instant';
 export * from './job-wire';
 export * from './schedule';
 export * from './claim-planner';
+export * from './edit-preview';
 export * from './quota';
 export * from './bulk-action';

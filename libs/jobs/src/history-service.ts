@@ -182,17 +182,23 @@ export class JobHistoryService {
         );
       }
       const original = dead.event;
-      const fire = await tx.recordFire('REPLAY', `replay:${caller.actor}`, (newToken, now) => ({
-        jobId,
-        tenantId: job.tenantId,
-        fenceToken: newToken,
-        fireId: fireIdOf({ jobId, fenceToken: newToken }),
-        scheduledFor: now,
-        nominalTime: dead.run.nominalTime,
-        attempt: 1,
-        target: original?.target ?? job.target,
-        payload: original ? original.payload : job.payload,
-      }));
+      const fire = await tx.recordFire(
+        'REPLAY',
+        `replay:${caller.actor}`,
+        (newToken, now) => ({
+          jobId,
+          tenantId: job.tenantId,
+          fenceToken: newToken,
+          fireId: fireIdOf({ jobId, fenceToken: newToken }),
+          scheduledFor: now,
+          nominalTime: dead.run.nominalTime,
+          attempt: 1,
+          target: original?.target ?? job.target,
+          payload: original ? original.payload : job.payload,
+        }),
+        // The replay repeats the original fire's target and payload: it ran under that fire's version.
+        original ? dead.run.jobVersion : undefined,
+      );
       await tx.markReplayed(fenceToken, fire.fenceToken, caller.actor);
       tx.note({ replayed_fire_id: fireId });
       return fire;

@@ -7,6 +7,7 @@ export {
   type JobServiceOptions,
   type JobListRequest,
   type UpdatableField,
+  type UpdatePreview,
 } from './job-service';
 export { JobHistoryService, parseFireId, type Page } from './history-service';
 export {

@@ -26,6 +26,7 @@ import {
   timestamp,
   jobDefinitionFromProto,
   jobToProto,
+  updatePreviewToProto,
   occurrenceToProto,
   previewToProto,
   protoFieldPath,
@@ -110,15 +111,27 @@ export class AdminGrpcController {
     // A masked field that is unset in the message resets it; payload unset is JSON null.
     const patch: Record<string, JsonValue> = { ...wire };
     if (job.payload === undefined) patch.payload = null;
+    const etag = str(req.etag) || undefined;
     return this.serve(
       md,
       call,
       (c) =>
-        this.jobs
-          .updateJob(c, str(job.job_id), patch, paths, str(req.etag) || undefined)
-          .then((j) => jobToProto(j)),
+        req.dry_run === true
+          ? this.jobs
+              .previewUpdateJob(c, str(job.job_id), patch, paths, {
+                etag,
+                // proto3 has no "unset" for an int32: 0 asks for the default.
+                count:
+                  typeof req.dry_run_count === 'number' && req.dry_run_count !== 0
+                    ? req.dry_run_count
+                    : undefined,
+                countField: 'dry_run_count',
+              })
+              .then(updatePreviewToProto)
+          : this.jobs.updateJob(c, str(job.job_id), patch, paths, etag).then((j) => jobToProto(j)),
       (p) => protoFieldPath('job', p, wire),
-      { action: 'UpdateJob', jobId: str(job.job_id) },
+      // A dry run writes nothing, not even the audit row of a refused call.
+      req.dry_run === true ? undefined : { action: 'UpdateJob', jobId: str(job.job_id) },
     );
   }
 

@@ -35,7 +35,15 @@ import {
 } from '@tickwork/jobs';
 import { Authenticator } from '../auth';
 import { CONFIG } from '../tokens';
-import { deadLetterJson, fireJson, jobJson, occurrenceJson, previewJson, runJson } from './wire';
+import {
+  deadLetterJson,
+  fireJson,
+  jobJson,
+  occurrenceJson,
+  previewJson,
+  runJson,
+  updatePreviewJson,
+} from './wire';
 
 type Wire = Record<string, JsonValue>;
 type Query = Record<string, string | string[] | undefined>;
@@ -54,6 +62,14 @@ function int(q: Query, name: string): number | undefined {
   if (!/^\d{1,9}$/.test(v))
     throw new ValidationError([{ field: name, message: 'must be a non-negative integer' }]);
   return Number(v);
+}
+
+/** A boolean query parameter: `true` or `false` (absent: false). */
+function bool(q: Query, name: string): boolean {
+  const v = one(q, name);
+  if (v === undefined || v === '' || v === 'false') return false;
+  if (v === 'true') return true;
+  throw new ValidationError([{ field: name, message: 'must be true or false' }]);
 }
 
 /** `label=key=value`, repeatable. */
@@ -156,7 +172,11 @@ export class JobsController {
     return jobJson(job, recentRuns[0] ?? null);
   }
 
-  /** Replaces the fields present in the body (or those named in ?update_mask=a,b); If-Match guards with an etag. */
+  /**
+   * Replaces the fields present in the body (or those named in ?update_mask=a,b); If-Match guards with
+   * an etag. With ?dry_run=true nothing is stored (not even an audit row): the answer is the job as the
+   * edit would leave it with its `edit_preview` (?dry_run_count= occurrences per side, default 10).
+   */
   @Patch('jobs/:jobId')
   async update(
     @Headers('authorization') authz: string | undefined,
@@ -166,21 +186,19 @@ export class JobsController {
     @Body() body: unknown,
     @Res({ passthrough: true }) res: Response,
   ): Promise<Wire> {
-    const caller = await this.mutator(authz, 'UpdateJob', jobId);
+    const dryRun = bool(q, 'dry_run');
+    const caller = dryRun
+      ? this.auth.authenticate(authz, 'rest')
+      : await this.mutator(authz, 'UpdateJob', jobId);
+    // A dry run's refusals are not audited: it writes nothing.
+    const refuse = (e: ValidationError): Promise<never> =>
+      dryRun ? Promise.reject(e) : this.jobs.refuse(caller, 'UpdateJob', jobId, e);
     if (!body || typeof body !== 'object' || Array.isArray(body))
-      return this.jobs.refuse(
-        caller,
-        'UpdateJob',
-        jobId,
-        new ValidationError([{ field: 'body', message: 'must be a JSON object' }]),
-      );
+      return refuse(new ValidationError([{ field: 'body', message: 'must be a JSON object' }]));
     const patch = body as Record<string, unknown>;
     const unknown = Object.keys(patch).filter((k) => !(UPDATABLE_FIELDS as readonly string[]).includes(k));
     if (unknown.length > 0)
-      return this.jobs.refuse(
-        caller,
-        'UpdateJob',
-        jobId,
+      return refuse(
         new ValidationError(
           unknown.map((k) => ({
             field: k,
@@ -196,6 +214,16 @@ export class JobsController {
             .map((s) => s.trim())
             .filter(Boolean)
         : Object.keys(patch);
+    if (dryRun) {
+      const preview = await this.jobs.previewUpdateJob(caller, jobId, patch, mask, {
+        etag: ifMatch,
+        count: int(q, 'dry_run_count'),
+        countField: 'dry_run_count',
+      });
+      return updatePreviewJson(preview);
+    }
+    if (one(q, 'dry_run_count') !== undefined)
+      return refuse(new ValidationError([{ field: 'dry_run_count', message: 'is only for dry_run=true' }]));
     const job = await this.jobs.updateJob(caller, jobId, patch, mask, ifMatch);
     res.setHeader('ETag', `"${etagOf(job)}"`);
     return jobJson(job);

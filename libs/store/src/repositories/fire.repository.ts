@@ -614,7 +614,7 @@ export class FireRepository {
                 updated_at = now()
            FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::timestamptz[], $5::text[], $13::int[]) AS v(job_id, n, next, nominal, status, shift)
           WHERE j.job_id = v.job_id
-         RETURNING j.job_id, j.tenant_id, j.shard, j.target, j.payload
+         RETURNING j.job_id, j.tenant_id, j.shard, j.target, j.payload, j.version
        ), b AS (
          -- A batch claimed ahead is due on Kafka at its latest fire's time (the relay waits for it).
          INSERT INTO fire_batches (shard, trigger, claimed_by, fires, release_at)
@@ -622,8 +622,9 @@ export class FireRepository {
            FROM unnest($12::int[], $9::timestamptz[]) AS x(shard, scheduled) GROUP BY x.shard
          RETURNING batch_id, shard
        ), f AS (
-         INSERT INTO fires (job_id, fence_token, tenant_id, shard, nominal_time, dst_shift_ms, scheduled_for, claimed_by, trace_context, batch_id, event)
-         SELECT v.job_id, v.token, u.tenant_id, u.shard, v.nominal, v.shift, v.scheduled, $11, v.trace, b.batch_id,
+         -- Each fire records the job version it was claimed under (its event is that version's snapshot).
+         INSERT INTO fires (job_id, fence_token, tenant_id, shard, nominal_time, dst_shift_ms, scheduled_for, claimed_by, trace_context, batch_id, job_version, event)
+         SELECT v.job_id, v.token, u.tenant_id, u.shard, v.nominal, v.shift, v.scheduled, $11, v.trace, b.batch_id, u.version,
                 jsonb_build_object(
                   'job_id', v.job_id, 'tenant_id', u.tenant_id, 'fence_token', v.token,
                   'fire_id', v.job_id || ':' || v.token,
@@ -672,8 +673,12 @@ export class FireRepository {
     const skip = group.flatMap((w) => w.skipRows);
     if (skip.length > 0) {
       await client.query(
-        `INSERT INTO occurrence_skips (job_id, tenant_id, reason, first_nominal, last_nominal, occurrences)
-         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::bigint[])`,
+        // With the job version the skip was planned under (the job row is locked by this claim).
+        `INSERT INTO occurrence_skips (job_id, tenant_id, reason, first_nominal, last_nominal, occurrences, job_version)
+         SELECT k.*, j.version
+           FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::bigint[])
+                AS k(job_id, tenant_id, reason, first_nominal, last_nominal, occurrences)
+           LEFT JOIN jobs j ON j.job_id = k.job_id`,
         [
           skip.map((k) => k.jobId),
           skip.map((k) => k.tenantId),

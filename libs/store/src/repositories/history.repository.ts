@@ -4,7 +4,7 @@
  * newest first.
  */
 import type { Pool } from 'pg';
-import type { Run, RunStatus } from '@tickwork/domain';
+import type { ClaimedAheadFire, Run, RunStatus } from '@tickwork/domain';
 import { RUN_COLUMNS, runFromRow, type RunRow } from './rows';
 
 export type FireTrigger = 'SCHEDULE' | 'MANUAL' | 'REPLAY';
@@ -20,6 +20,8 @@ export type OccurrenceEntry =
       readonly claimedAt: Date;
       readonly enqueuedAt: Date | null;
       readonly runStatus: RunStatus | null;
+      /** The job version the fire was claimed under (null: recorded before versions were). */
+      readonly jobVersion: number | null;
       readonly cursor: OccurrenceCursor;
     }
   | {
@@ -29,6 +31,8 @@ export type OccurrenceEntry =
       readonly lastNominal: Date;
       readonly occurrences: number;
       readonly recordedAt: Date;
+      /** The job version the skip was planned under (null: recorded before versions were). */
+      readonly jobVersion: number | null;
       readonly cursor: OccurrenceCursor;
     };
 
@@ -61,7 +65,11 @@ interface OccurrenceRow {
   enqueued_at: Date | null;
   run_status: RunStatus | null;
   recorded_at: Date;
+  job_version: number | null;
 }
+
+/** How many of a job's newest fires listClaimedAhead looks at. */
+const CLAIMED_AHEAD_SCAN = 1_000;
 
 export class HistoryRepository {
   constructor(private readonly pool: Pool) {}
@@ -98,17 +106,57 @@ export class HistoryRepository {
     return rows[0] ? runFromRow(rows[0]) : null;
   }
 
+  /**
+   * A job's scheduled fires claimed but not yet due or not yet on Kafka (lookahead, outbox) and not
+   * started: each goes out with the definition it was claimed under. Oldest first, at most `limit`.
+   */
+  async listClaimedAhead(jobId: string, limit: number): Promise<ClaimedAheadFire[]> {
+    const { rows } = await this.pool.query<{
+      fence_token: number;
+      nominal_time: Date;
+      scheduled_for: Date;
+      dst_shift_ms: number;
+      job_version: number | null;
+      enqueued: boolean;
+    }>(
+      `SELECT f.fence_token, f.nominal_time, f.scheduled_for, f.dst_shift_ms, f.job_version,
+              b.enqueued_at IS NOT NULL AS enqueued
+         -- Only the job's newest scheduled fires are looked at (the occurrence index, newest first):
+         -- what is claimed ahead or still in the outbox is among them, and a job with a long fire
+         -- log is not read whole.
+         FROM (SELECT * FROM fires WHERE job_id = $1 AND trigger = 'SCHEDULE'
+                ORDER BY nominal_time DESC LIMIT ${CLAIMED_AHEAD_SCAN}) f
+         JOIN fire_batches b ON b.batch_id = f.batch_id
+        WHERE (b.enqueued_at IS NULL OR f.scheduled_for > now())
+          AND NOT EXISTS (SELECT 1 FROM job_runs r WHERE r.job_id = f.job_id AND r.fence_token = f.fence_token)
+        ORDER BY f.nominal_time, f.fence_token
+        LIMIT $2`,
+      [jobId, limit],
+    );
+    return rows.map((r) => ({
+      fenceToken: r.fence_token,
+      nominalTime: r.nominal_time,
+      scheduledFor: r.scheduled_for,
+      dstShiftMs: r.dst_shift_ms,
+      jobVersion: r.job_version,
+      enqueued: r.enqueued,
+    }));
+  }
+
   /** Fires and skipped ranges of a job, newest first, after `cursor` when given. */
   async listOccurrences(jobId: string, limit: number, cursor?: OccurrenceCursor): Promise<OccurrenceEntry[]> {
     const { rows } = await this.pool.query<OccurrenceRow>(
       `SELECT * FROM (
          SELECT 'FIRE'::text AS kind, f.nominal_time AS at, f.fence_token AS seq, f.nominal_time AS first_nominal, 1::bigint AS occurrences,
-                NULL::text AS reason, f.trigger, f.scheduled_for, f.claimed_at, f.enqueued_at, r.status AS run_status, f.claimed_at AS recorded_at
-           FROM fire_log f LEFT JOIN job_runs r ON r.job_id = f.job_id AND r.fence_token = f.fence_token
+                NULL::text AS reason, f.trigger, f.scheduled_for, f.claimed_at, b.enqueued_at, r.status AS run_status, f.claimed_at AS recorded_at,
+                f.job_version
+           FROM fires f
+           JOIN fire_batches b ON b.batch_id = f.batch_id
+           LEFT JOIN job_runs r ON r.job_id = f.job_id AND r.fence_token = f.fence_token
           WHERE f.job_id = $1
          UNION ALL
          SELECT 'SKIP', s.last_nominal, s.id, s.first_nominal, s.occurrences,
-                s.reason, NULL, NULL, NULL, NULL, NULL, s.recorded_at
+                s.reason, NULL, NULL, NULL, NULL, NULL, s.recorded_at, s.job_version
            FROM occurrence_skips s
           WHERE s.job_id = $1
        ) o
@@ -129,6 +177,7 @@ export class HistoryRepository {
           claimedAt: r.claimed_at!,
           enqueuedAt: r.enqueued_at,
           runStatus: r.run_status,
+          jobVersion: r.job_version,
           cursor: c,
         };
       }
@@ -139,6 +188,7 @@ export class HistoryRepository {
         lastNominal: r.at,
         occurrences: Number(r.occurrences),
         recordedAt: r.recorded_at,
+        jobVersion: r.job_version,
         cursor: c,
       };
     });

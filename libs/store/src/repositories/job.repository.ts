@@ -125,12 +125,14 @@ export interface JobTransaction {
   delete(): Promise<void>;
   /**
    * Takes a new fence token (`fence_token + 1`, not counted against max_fires) and puts a fire for it
-   * in the outbox with the given trigger; `build` makes the event at the database's now().
+   * in the outbox with the given trigger; `build` makes the event at the database's now(). The fire
+   * records `jobVersion` (a replay: the version of the fire it repeats), else the job's current version.
    */
   recordFire(
     trigger: 'MANUAL' | 'REPLAY',
     claimedBy: string,
     build: (fenceToken: number, now: Date) => FireEvent,
+    jobVersion?: number | null,
   ): Promise<FireEvent>;
   /** A dead-lettered run of this job, or null. */
   deadLetter(fenceToken: number): Promise<DeadLetterRecord | null>;
@@ -604,10 +606,16 @@ class PgJobTransaction implements JobTransaction {
     trigger: 'MANUAL' | 'REPLAY',
     claimedBy: string,
     build: (fenceToken: number, now: Date) => FireEvent,
+    jobVersion?: number | null,
   ): Promise<FireEvent> {
-    const { rows } = await this.client.query<{ fence_token: number; shard: number; now: Date }>(
+    const { rows } = await this.client.query<{
+      fence_token: number;
+      shard: number;
+      version: number;
+      now: Date;
+    }>(
       `UPDATE jobs SET fence_token = fence_token + 1, last_fired_at = now(), updated_at = now()
-        WHERE job_id = $1 RETURNING fence_token, shard, now() AS now`,
+        WHERE job_id = $1 RETURNING fence_token, shard, version, now() AS now`,
       [this.jobId],
     );
     const row = rows[0]!;
@@ -621,8 +629,8 @@ class PgJobTransaction implements JobTransaction {
       `WITH b AS (
          INSERT INTO fire_batches (shard, trigger, claimed_by, fires) VALUES ($4, $7, $8, 1) RETURNING batch_id
        )
-       INSERT INTO fires (job_id, fence_token, tenant_id, shard, nominal_time, scheduled_for, trigger, claimed_by, event, trace_context, batch_id)
-       SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, b.batch_id FROM b`,
+       INSERT INTO fires (job_id, fence_token, tenant_id, shard, nominal_time, scheduled_for, trigger, claimed_by, event, trace_context, job_version, batch_id)
+       SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, b.batch_id FROM b`,
       [
         event.jobId,
         event.fenceToken,
@@ -634,6 +642,7 @@ class PgJobTransaction implements JobTransaction {
         claimedBy,
         JSON.stringify(fireEventSnapshot(event)),
         fireTrace ? JSON.stringify(fireTrace) : null,
+        jobVersion === undefined ? row.version : jobVersion,
       ],
     );
     this.note({ fence_token: event.fenceToken, trigger });

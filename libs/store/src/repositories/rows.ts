@@ -107,10 +107,11 @@ export interface RunRow {
   finished_at: Date | null;
   http_status: number | null;
   error: string | null;
+  job_version: number | null;
 }
 
 export const RUN_COLUMNS =
-  'job_id, fence_token, tenant_id, fire_id, nominal_time, scheduled_for, attempt, status, lease_owner, lease_expires_at, started_at, finished_at, http_status, error';
+  'job_id, fence_token, tenant_id, fire_id, nominal_time, scheduled_for, attempt, status, lease_owner, lease_expires_at, started_at, finished_at, http_status, error, job_version';
 
 /** A job_runs row as a domain Run. */
 export function runFromRow(row: RunRow): Run {
@@ -129,5 +130,6 @@ export function runFromRow(row: RunRow): Run {
     finishedAt: row.finished_at,
     httpStatus: row.http_status,
     error: row.error,
+    jobVersion: row.job_version ?? null,
   };
 }
