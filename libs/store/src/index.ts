@@ -59,3 +59,12 @@ export {
   type LatenessRow,
   type LatenessReport,
 } from './repositories/insight.repository';
+export {
+  SloRepository,
+  type SloCandidate,
+  type SloJudgement,
+  type SloMetricJob,
+  type SloSweepRequest,
+  type SloSweepResult,
+  type RecordedSloVerdict,
+} from './repositories/slo.repository';
