@@ -20,6 +20,8 @@ export type OccurrenceEntry =
       readonly claimedAt: Date;
       readonly enqueuedAt: Date | null;
       readonly runStatus: RunStatus | null;
+      /** The fire SLO verdict, once the scheduler judged the fire LATE or MISSED; null otherwise. */
+      readonly slo: { readonly reason: 'LATE' | 'MISSED'; readonly latenessMs: number | null } | null;
       readonly cursor: OccurrenceCursor;
     }
   | {
@@ -61,6 +63,7 @@ interface OccurrenceRow {
   enqueued_at: Date | null;
   run_status: RunStatus | null;
   recorded_at: Date;
+  lateness_ms: string | null;
 }
 
 export class HistoryRepository {
@@ -103,12 +106,14 @@ export class HistoryRepository {
     const { rows } = await this.pool.query<OccurrenceRow>(
       `SELECT * FROM (
          SELECT 'FIRE'::text AS kind, f.nominal_time AS at, f.fence_token AS seq, f.nominal_time AS first_nominal, 1::bigint AS occurrences,
-                NULL::text AS reason, f.trigger, f.scheduled_for, f.claimed_at, f.enqueued_at, r.status AS run_status, f.claimed_at AS recorded_at
+                v.reason, f.trigger, f.scheduled_for, f.claimed_at, f.enqueued_at, r.status AS run_status, f.claimed_at AS recorded_at,
+                v.lateness_ms
            FROM fire_log f LEFT JOIN job_runs r ON r.job_id = f.job_id AND r.fence_token = f.fence_token
+           LEFT JOIN occurrence_slo v ON v.job_id = f.job_id AND v.fence_token = f.fence_token
           WHERE f.job_id = $1
          UNION ALL
          SELECT 'SKIP', s.last_nominal, s.id, s.first_nominal, s.occurrences,
-                s.reason, NULL, NULL, NULL, NULL, NULL, s.recorded_at
+                s.reason, NULL, NULL, NULL, NULL, NULL, s.recorded_at, NULL
            FROM occurrence_skips s
           WHERE s.job_id = $1
        ) o
@@ -129,6 +134,10 @@ export class HistoryRepository {
           claimedAt: r.claimed_at!,
           enqueuedAt: r.enqueued_at,
           runStatus: r.run_status,
+          slo:
+            r.reason === 'LATE' || r.reason === 'MISSED'
+              ? { reason: r.reason, latenessMs: r.lateness_ms === null ? null : Number(r.lateness_ms) }
+              : null,
           cursor: c,
         };
       }
