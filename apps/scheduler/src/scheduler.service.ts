@@ -278,7 +278,9 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
             );
         },
         onMetricJobs: (jobs, now) =>
-          slo.jobsSampled(jobs.map((j) => ({ tenantId: j.tenantId, jobId: j.jobId, ...deadManSample(j, now) }))),
+          slo.jobsSampled(
+            jobs.map((j) => ({ tenantId: j.tenantId, jobId: j.jobId, ...deadManSample(j, now) })),
+          ),
         onError: (e) => {
           this.metrics.error('slo-sweeper');
           this.log.warn(`fire SLO sweep: ${e.message}`);

@@ -240,7 +240,9 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     r.problem('TICKWORK_RUN_HEARTBEAT_MS must be shorter than TICKWORK_RUN_LEASE_MS');
   }
   if (config.slo.missedAfterMs < config.slo.toleranceMs) {
-    r.problem('TICKWORK_SLO_MISSED_AFTER_MS must be at least TICKWORK_SLO_TOLERANCE_MS (an occurrence is LATE before it is MISSED)');
+    r.problem(
+      'TICKWORK_SLO_MISSED_AFTER_MS must be at least TICKWORK_SLO_TOLERANCE_MS (an occurrence is LATE before it is MISSED)',
+    );
   }
   if (r.problems.length > 0) throw new ConfigError(r.problems);
   return deepFreeze(config);

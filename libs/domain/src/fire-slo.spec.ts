@@ -67,7 +67,9 @@ describe('missedDeadline', () => {
 
   it('is the next occurrence of an interval or cron job', () => {
     const nominal = t('2026-12-01T10:00:00Z');
-    expect(missedDeadline(hourly, { nominal, dstShiftMs: 0 }, 60_000, day)).toEqual(t('2026-12-01T11:00:00Z'));
+    expect(missedDeadline(hourly, { nominal, dstShiftMs: 0 }, 60_000, day)).toEqual(
+      t('2026-12-01T11:00:00Z'),
+    );
     expect(missedDeadline(cron('*/15 * * * *'), { nominal, dstShiftMs: 0 }, 60_000, day)).toEqual(
       t('2026-12-01T10:15:00Z'),
     );
@@ -86,7 +88,9 @@ describe('missedDeadline', () => {
   it('never comes before the tolerance has run out (a tolerance longer than the interval)', () => {
     const every10s: Schedule = { kind: 'interval', everyMs: 10_000, anchor: t('2026-01-01T00:00:00Z') };
     const nominal = t('2026-12-01T10:00:00Z');
-    expect(missedDeadline(every10s, { nominal, dstShiftMs: 0 }, 60_000, day)).toEqual(t('2026-12-01T10:01:00Z'));
+    expect(missedDeadline(every10s, { nominal, dstShiftMs: 0 }, 60_000, day)).toEqual(
+      t('2026-12-01T10:01:00Z'),
+    );
   });
 
   it('follows the zone: across the night New York falls back, the next daily 01:30 is 25 hours later', () => {
@@ -113,9 +117,9 @@ describe('tolerance defaults and the dead-man interval', () => {
     expect(nominalIntervalSeconds(cron('0 * * * *'), t('2026-12-01T10:20:00Z'))).toBe(3_600);
     // Tuesday 2026-12-01: the next two weekday 09:00s are Wednesday and Thursday.
     expect(nominalIntervalSeconds(cron('0 9 * * MON-FRI'), t('2026-12-01T10:00:00Z'))).toBe(86_400);
-    expect(nominalIntervalSeconds({ kind: 'once', at: t('2026-12-01T10:00:00Z') }, t('2026-12-01T00:00:00Z'))).toBe(
-      null,
-    );
+    expect(
+      nominalIntervalSeconds({ kind: 'once', at: t('2026-12-01T10:00:00Z') }, t('2026-12-01T00:00:00Z')),
+    ).toBe(null);
   });
 });
 

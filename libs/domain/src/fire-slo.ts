@@ -48,7 +48,9 @@ export function missedDeadline(
   const next =
     schedule.kind === 'once'
       ? null
-      : nextOccurrencePointAfter(schedule, { at: nominalMs, shiftMs: occurrence.dstShiftMs }, 0, { untilMs: cap });
+      : nextOccurrencePointAfter(schedule, { at: nominalMs, shiftMs: occurrence.dstShiftMs }, 0, {
+          untilMs: cap,
+        });
   const byNext = next === null ? cap : Math.min(next.at, cap);
   return new Date(Math.max(byNext, nominalMs + toleranceMs));
 }

@@ -35,9 +35,11 @@ describe('judgeCandidate', () => {
       toleranceMs: 5_000,
       deadline: t('2026-12-01T11:00:00Z'),
     });
-    expect(judgeCandidate({ ...c, policies: DEFAULT_POLICIES }, t('2026-12-01T10:01:00Z'), defaults)).toEqual({
-      verdict: 'ON_TIME',
-    });
+    expect(judgeCandidate({ ...c, policies: DEFAULT_POLICIES }, t('2026-12-01T10:01:00Z'), defaults)).toEqual(
+      {
+        verdict: 'ON_TIME',
+      },
+    );
   });
 
   it('puts an unstarted fire on the watch list with its deadline, then MISSED once it passed', () => {
@@ -59,9 +61,9 @@ describe('judgeCandidate', () => {
   });
 
   it('does not judge a fire of a deleted job that nobody watched', () => {
-    expect(judgeCandidate(candidate({ schedule: null, policies: null }), t('2026-12-02T00:00:00Z'), defaults)).toEqual(
-      { verdict: 'IGNORED' },
-    );
+    expect(
+      judgeCandidate(candidate({ schedule: null, policies: null }), t('2026-12-02T00:00:00Z'), defaults),
+    ).toEqual({ verdict: 'IGNORED' });
   });
 });
 

@@ -60,7 +60,13 @@ export function judgeCandidate(c: SloCandidate, now: Date, defaults: FireSloDefa
       defaults.missedAfterMs,
     );
   }
-  const v = judgeOccurrence({ nominal: c.nominalTime, firstStartedAt: c.firstStartedAt, toleranceMs, deadline, now });
+  const v = judgeOccurrence({
+    nominal: c.nominalTime,
+    firstStartedAt: c.firstStartedAt,
+    toleranceMs,
+    deadline,
+    now,
+  });
   switch (v.verdict) {
     case 'ON_TIME':
       return v;

@@ -574,7 +574,8 @@ export interface SloJobSample {
 export class SloMetrics {
   private readonly m = meter();
   private readonly verdicts = this.m.createCounter(METRICS.fireSloVerdicts, {
-    description: 'Scheduled fires judged against their tolerance, by tenant and result (ON_TIME, LATE, MISSED)',
+    description:
+      'Scheduled fires judged against their tolerance, by tenant and result (ON_TIME, LATE, MISSED)',
     valueType: ValueType.INT,
   });
   private readonly jobVerdicts = this.m.createCounter(METRICS.jobSloVerdicts, {
@@ -612,7 +613,11 @@ export class SloMetrics {
       const key = `${this.tenants.label(r.tenantId, 0)}\u0000${r.result}`;
       perTenant.set(key, (perTenant.get(key) ?? 0) + 1);
       if (r.sloMetrics)
-        this.jobVerdicts.add(1, { [Attr.Tenant]: r.tenantId, [Attr.JobLabel]: r.jobId, [Attr.Result]: r.result });
+        this.jobVerdicts.add(1, {
+          [Attr.Tenant]: r.tenantId,
+          [Attr.JobLabel]: r.jobId,
+          [Attr.Result]: r.result,
+        });
     }
     for (const [key, n] of perTenant) {
       const [tenant, result] = key.split('\u0000') as [string, string];

@@ -57,7 +57,11 @@ export interface SloSweepResult {
   readonly held: boolean;
   readonly now: Date;
   /** Fires judged on time (nothing recorded). */
-  readonly onTime: readonly { readonly tenantId: string; readonly jobId: string; readonly sloMetrics: boolean }[];
+  readonly onTime: readonly {
+    readonly tenantId: string;
+    readonly jobId: string;
+    readonly sloMetrics: boolean;
+  }[];
   readonly recorded: readonly RecordedSloVerdict[];
   /** Fires still undecided after this sweep (on the watch list). */
   readonly pending: number;
@@ -181,7 +185,11 @@ export class SloRepository {
         now,
         onTime: decided
           .filter((d) => d.j.verdict === 'ON_TIME')
-          .map((d) => ({ tenantId: d.c.tenantId, jobId: d.c.jobId, sloMetrics: d.c.policies?.sloMetrics === true })),
+          .map((d) => ({
+            tenantId: d.c.tenantId,
+            jobId: d.c.jobId,
+            sloMetrics: d.c.policies?.sloMetrics === true,
+          })),
         recorded,
         pending: stillWatched + pending.length,
         batches: batchIds.length,
@@ -271,7 +279,9 @@ export class SloRepository {
     client: PoolClient,
     decided: readonly { c: SloCandidate; j: SloJudgement }[],
   ): Promise<RecordedSloVerdict[]> {
-    const marks = decided.flatMap(({ c, j }) => (j.verdict === 'LATE' || j.verdict === 'MISSED' ? [{ c, j }] : []));
+    const marks = decided.flatMap(({ c, j }) =>
+      j.verdict === 'LATE' || j.verdict === 'MISSED' ? [{ c, j }] : [],
+    );
     if (marks.length === 0) return [];
     const { rows } = await client.query<{ job_id: string; fence_token: string }>(
       `INSERT INTO occurrence_slo (job_id, fence_token, tenant_id, nominal_time, reason, lateness_ms, tolerance_ms, deadline_at)
