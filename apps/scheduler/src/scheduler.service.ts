@@ -258,6 +258,7 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
         // Fires claimed ahead (lookahead) are not due before then; a sweep period lets runs start.
         settleMs: c.scheduler.lookaheadMs + c.slo.sweepMs,
         batchLimit: 500,
+        maxFiresPerSweep: 5_000,
         maxMetricJobs: c.slo.maxMetricJobs,
       },
       {

@@ -30,6 +30,8 @@ export interface SloSweeperOptions {
   readonly settleMs: number;
   /** Most batches, and most watched fires, per shard per sweep. */
   readonly batchLimit: number;
+  /** Most fires of new batches judged per shard per sweep (whole batches). */
+  readonly maxFiresPerSweep: number;
   /** Most opted-in jobs this instance exports per-job series for. */
   readonly maxMetricJobs: number;
 }
@@ -127,11 +129,12 @@ export class SloSweeper {
             owner: this.opts.owner,
             settleMs: this.opts.settleMs,
             limit: this.opts.batchLimit,
+            maxFires: this.opts.maxFiresPerSweep,
           },
           (c, now) => judgeCandidate(c, now, this.opts.defaults),
         );
         this.events.onSwept?.(shard, result);
-        if (!result.held || result.batches < this.opts.batchLimit) break;
+        if (!result.held || !result.more) break;
       }
     }
     if (this.events.onMetricJobs) {

@@ -17,7 +17,8 @@ CREATE TABLE occurrence_slo (
   recorded_at   timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (job_id, fence_token)
 );
-CREATE INDEX occurrence_slo_tenant_idx ON occurrence_slo (tenant_id, recorded_at DESC);
+-- The fire-log retention purge deletes the oldest verdicts with the fires they judged.
+CREATE INDEX occurrence_slo_recorded_idx ON occurrence_slo (recorded_at);
 
 -- How far each shard's scheduled batches have been looked at: every SCHEDULE batch of the shard
 -- below next_batch_id was judged, or its undecided fires are in slo_watch. Batch ids grow with

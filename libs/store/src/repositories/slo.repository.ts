@@ -67,6 +67,8 @@ export interface SloSweepResult {
   readonly pending: number;
   /** Scheduled batches newly looked at. */
   readonly batches: number;
+  /** More batches are waiting past this sweep's page: sweep the shard again. */
+  readonly more: boolean;
 }
 
 export interface SloSweepRequest {
@@ -77,6 +79,8 @@ export interface SloSweepRequest {
   readonly settleMs: number;
   /** Most batches (and most watched fires) one sweep looks at. */
   readonly limit: number;
+  /** Most fires of new batches one sweep judges (whole batches; at least one). */
+  readonly maxFires: number;
 }
 
 /** An opted-in job's dead-man figures. */
@@ -125,16 +129,34 @@ export class SloRepository {
         [req.shard, req.epoch, req.owner],
       );
       const now = lease.rows[0]?.now;
-      if (!now) return { held: false, now: new Date(), onTime: [], recorded: [], pending: 0, batches: 0 };
+      if (!now)
+        return {
+          held: false,
+          now: new Date(),
+          onTime: [],
+          recorded: [],
+          pending: 0,
+          batches: 0,
+          more: false,
+        };
       const mark = await this.lockMark(client, req.shard);
-      const batches = await client.query<{ batch_id: string }>(
-        `SELECT batch_id FROM fire_batches
+      const batches = await client.query<{ batch_id: string; fires: number }>(
+        `SELECT batch_id, fires FROM fire_batches
           WHERE shard = $1 AND trigger = 'SCHEDULE' AND batch_id >= $2
             AND claimed_at <= now() - make_interval(secs => $3::double precision / 1000)
           ORDER BY batch_id LIMIT $4`,
         [req.shard, mark, req.settleMs, req.limit],
       );
-      const batchIds = batches.rows.map((b) => b.batch_id);
+      // Whole batches up to about maxFires fires (at least one batch): one sweep stays small
+      // after a herd of claims, and the next page goes on at once.
+      const batchIds: string[] = [];
+      let fires = 0;
+      for (const b of batches.rows) {
+        if (batchIds.length > 0 && fires + b.fires > req.maxFires) break;
+        batchIds.push(b.batch_id);
+        fires += b.fires;
+      }
+      const more = batchIds.length < batches.rows.length || batches.rows.length === req.limit;
       const fresh = batchIds.length === 0 ? [] : await this.batchCandidates(client, batchIds);
       const watched = await this.watchedCandidates(client, req.shard, req.limit);
       const seen = new Set<string>();
@@ -193,6 +215,7 @@ export class SloRepository {
         recorded,
         pending: stillWatched + pending.length,
         batches: batchIds.length,
+        more,
       };
     });
   }
