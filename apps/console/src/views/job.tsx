@@ -116,7 +116,8 @@ function Upcoming(props: { job: Job }) {
           body: { schedule: job.schedule, count: 20 },
         },
       ).then((r) => r.body),
-    [job.etag],
+    // The job id too: two jobs at the same version (both v1) are different schedules.
+    [job.job_id, job.etag],
   );
   return (
     <section class="card" aria-labelledby="up-title">
