@@ -4,7 +4,7 @@
  * time), the watch list, paging by fires, and that a verdict is recorded once however the sweep
  * is repeated: after a reset of the shard's mark, or by two sweeps of one shard at once.
  */
-import { DEFAULT_POLICIES, policiesToWire, scheduleToWire } from '@tickwork/domain';
+import { DEFAULT_POLICIES, policiesToWire, scheduleToWire, type JobPolicies } from '@tickwork/domain';
 import { judgeCandidate } from '@tickwork/scheduling';
 import { SloRepository, type SloSweepRequest } from '@tickwork/store';
 import { testDatabase, type TestDatabase } from '../support/db';
@@ -35,7 +35,7 @@ describe('fire SLO sweep (store)', () => {
     (await db.pool.query<{ now: Date }>('SELECT now() AS now')).rows[0]!.now.getTime();
 
   /** An hourly job (tolerance 10 s) in SHARD. */
-  const job = async (jobId: string, policies = { ...DEFAULT_POLICIES, toleranceMs: 10_000 }) => {
+  const job = async (jobId: string, policies: JobPolicies = { ...DEFAULT_POLICIES, toleranceMs: 10_000 }) => {
     const schedule = { kind: 'interval' as const, everyMs: HOUR, anchor: new Date('2026-01-01T00:00:00Z') };
     await db.pool.query(
       `INSERT INTO jobs (job_id, tenant_id, shard, schedule_kind, schedule, status, next_run_at, next_nominal_at, target, payload, policies)
