@@ -294,9 +294,14 @@ describe('fire SLOs: LATE and MISSED in the occurrence ledger', () => {
     // Crash-safety: stop new fires, kill -9 the scheduler, make its successor sweep every shard
     // from the start: every verdict stays exactly as it was, and none is added or counted again.
     expect((await apiFetch(`${api.url}/v1/jobs/slo-missed/pause`, { method: 'POST' })).status).toBe(200);
-    await waitFor('the paused job to settle (no fire left unjudged)', async () => {
-      const { rows } = await db.query<{ n: string }>('SELECT count(*) AS n FROM slo_watch');
-      return Number(rows[0]!.n) === 0 ? true : undefined;
+    await waitFor('the paused job to settle (every batch swept, no fire left unjudged)', async () => {
+      const { rows } = await db.query<{ unswept: string; watched: string }>(
+        `SELECT (SELECT count(*) FROM fire_batches b
+                  WHERE b.trigger = 'SCHEDULE'
+                    AND NOT EXISTS (SELECT 1 FROM slo_sweep_marks m WHERE m.shard = b.shard AND m.next_batch_id > b.batch_id)) AS unswept,
+                (SELECT count(*) FROM slo_watch) AS watched`,
+      );
+      return Number(rows[0]!.unswept) === 0 && Number(rows[0]!.watched) === 0 ? true : undefined;
     });
     const before = await sloRows();
     expect(before.filter((r) => r.job_id === 'slo-late').map((r) => r.reason)).toEqual(['LATE']);
