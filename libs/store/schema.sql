@@ -299,6 +299,25 @@ CREATE SEQUENCE public.occurrence_skips_id_seq
 ALTER SEQUENCE public.occurrence_skips_id_seq OWNED BY public.occurrence_skips.id;
 
 --
+-- Name: occurrence_slo; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.occurrence_slo (
+    job_id text NOT NULL,
+    fence_token bigint NOT NULL,
+    tenant_id text NOT NULL,
+    nominal_time timestamp with time zone NOT NULL,
+    reason text NOT NULL,
+    lateness_ms bigint,
+    tolerance_ms bigint NOT NULL,
+    deadline_at timestamp with time zone NOT NULL,
+    recorded_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT occurrence_slo_lateness_ms_check CHECK (((lateness_ms IS NULL) OR (lateness_ms >= 0))),
+    CONSTRAINT occurrence_slo_reason_check CHECK ((reason = ANY (ARRAY['LATE'::text, 'MISSED'::text]))),
+    CONSTRAINT occurrence_slo_tolerance_ms_check CHECK ((tolerance_ms >= 0))
+);
+
+--
 -- Name: schema_migrations; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -319,6 +338,41 @@ CREATE TABLE public.shard_leases (
     expires_at timestamp with time zone,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT shard_leases_shard_check CHECK ((shard >= 0))
+);
+
+--
+-- Name: slo_sweep_floor; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.slo_sweep_floor (
+    only_row boolean DEFAULT true NOT NULL,
+    next_batch_id bigint NOT NULL,
+    CONSTRAINT slo_sweep_floor_only_row_check CHECK (only_row)
+);
+
+--
+-- Name: slo_sweep_marks; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.slo_sweep_marks (
+    shard integer NOT NULL,
+    next_batch_id bigint NOT NULL,
+    swept_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT slo_sweep_marks_shard_check CHECK ((shard >= 0))
+);
+
+--
+-- Name: slo_watch; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.slo_watch (
+    job_id text NOT NULL,
+    fence_token bigint NOT NULL,
+    tenant_id text NOT NULL,
+    shard integer NOT NULL,
+    nominal_time timestamp with time zone NOT NULL,
+    tolerance_ms bigint NOT NULL,
+    deadline_at timestamp with time zone NOT NULL
 );
 
 --
@@ -410,6 +464,13 @@ ALTER TABLE ONLY public.occurrence_skips
     ADD CONSTRAINT occurrence_skips_pkey PRIMARY KEY (id);
 
 --
+-- Name: occurrence_slo occurrence_slo_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.occurrence_slo
+    ADD CONSTRAINT occurrence_slo_pkey PRIMARY KEY (job_id, fence_token);
+
+--
 -- Name: schema_migrations schema_migrations_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -422,6 +483,27 @@ ALTER TABLE ONLY public.schema_migrations
 
 ALTER TABLE ONLY public.shard_leases
     ADD CONSTRAINT shard_leases_pkey PRIMARY KEY (shard);
+
+--
+-- Name: slo_sweep_floor slo_sweep_floor_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.slo_sweep_floor
+    ADD CONSTRAINT slo_sweep_floor_pkey PRIMARY KEY (only_row);
+
+--
+-- Name: slo_sweep_marks slo_sweep_marks_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.slo_sweep_marks
+    ADD CONSTRAINT slo_sweep_marks_pkey PRIMARY KEY (shard);
+
+--
+-- Name: slo_watch slo_watch_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.slo_watch
+    ADD CONSTRAINT slo_watch_pkey PRIMARY KEY (job_id, fence_token);
 
 --
 -- Name: applied_commands_applied_at_idx; Type: INDEX; Schema: public; Owner: -
@@ -446,6 +528,12 @@ CREATE INDEX audit_events_tenant_idx ON public.audit_events USING btree (tenant_
 --
 
 CREATE INDEX fire_batches_outbox_idx ON public.fire_batches USING btree (shard, claimed_at) WHERE (enqueued_at IS NULL);
+
+--
+-- Name: fire_batches_shard_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX fire_batches_shard_idx ON public.fire_batches USING btree (shard, batch_id) WHERE (trigger = 'SCHEDULE'::text);
 
 --
 -- Name: fires_batch_idx; Type: INDEX; Schema: public; Owner: -
@@ -508,6 +596,12 @@ CREATE INDEX jobs_labels_idx ON public.jobs USING gin (labels jsonb_path_ops);
 CREATE INDEX jobs_paused_until_idx ON public.jobs USING btree (shard, paused_until) WHERE (paused_until IS NOT NULL);
 
 --
+-- Name: jobs_slo_metrics_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX jobs_slo_metrics_idx ON public.jobs USING btree (shard) WHERE ((policies ->> 'slo_metrics'::text) = 'true'::text);
+
+--
 -- Name: jobs_tenant_idx; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -532,10 +626,22 @@ CREATE INDEX occurrence_skips_job_idx ON public.occurrence_skips USING btree (jo
 CREATE INDEX occurrence_skips_tenant_idx ON public.occurrence_skips USING btree (tenant_id, first_nominal DESC);
 
 --
+-- Name: occurrence_slo_recorded_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX occurrence_slo_recorded_idx ON public.occurrence_slo USING btree (recorded_at);
+
+--
 -- Name: shard_leases_epoch_key; Type: INDEX; Schema: public; Owner: -
 --
 
 CREATE UNIQUE INDEX shard_leases_epoch_key ON public.shard_leases USING btree (shard, epoch);
+
+--
+-- Name: slo_watch_shard_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX slo_watch_shard_idx ON public.slo_watch USING btree (shard, deadline_at);
 
 --
 -- Name: fires fires_take_job_version; Type: TRIGGER; Schema: public; Owner: -

@@ -304,6 +304,40 @@ describe('console in a real browser', () => {
     expect(await page.locator('table.jobs').textContent()).not.toContain('globex-secret');
   });
 
+  it("shows a fire SLO breach in the ledger: LATE with its lateness, and the job's tolerance", async () => {
+    // Tolerance 0: any start after the nominal time is LATE (a fire takes some ms from claim to
+    // start), so the badge appears whatever the box's load.
+    const anchor = new Date(Math.ceil((Date.now() + 2_000) / 1000) * 1000);
+    const created = await rest('POST', '/v1/jobs', ACME, {
+      job_id: 'slo-demo',
+      schedule: { kind: 'interval', every_ms: 3_600_000, anchor: anchor.toISOString() },
+      target: { type: 'webhook', url: receiver.url('/hook') },
+      policies: { tolerance_ms: 0, slo_metrics: true },
+    });
+    expect(created.status).toBe(201);
+    await page.goto(console$('#/jobs/slo-demo'));
+    await eventually(
+      'the LATE mark in the ledger',
+      async () => {
+        await page.getByRole('button', { name: 'Refresh' }).click();
+        await page.waitForLoadState('networkidle');
+        const text =
+          (await page
+            .locator('ol.timeline')
+            .textContent()
+            .catch(() => '')) ?? '';
+        return /LATE/.test(text) ? text : undefined;
+      },
+      60_000,
+      500,
+    );
+    const entry = await page.locator('ol.timeline li', { hasText: 'LATE' }).first().textContent();
+    expect(entry).toMatch(/FIRED.*LATE.*started \d+(\.\d)? (ms|s) after its nominal time.*tolerance/s);
+    expect(await page.locator('section', { hasText: 'Definition' }).first().textContent()).toContain(
+      'tolerance 0',
+    );
+  });
+
   it('shows a job with upcoming fires across a DST change', async () => {
     // 01:30 London does not exist on 28 March 2027 (spring forward): SHIFT moves it to 02:30 BST.
     const created = await rest('POST', '/v1/jobs', ACME, {

@@ -158,6 +158,13 @@ export function printRun(out: Out, run: Msg): void {
   table(out, RUN_HEADERS, [runRow(run)]);
 }
 
+/** A fired occurrence's SLO mark: ` LATE by 12.3s`, ` MISSED`, or nothing when on time. */
+function sloText(o: Msg): string {
+  if (o.reason !== 'LATE' && o.reason !== 'MISSED') return '';
+  const late = typeof o.lateness_ms === 'number' ? ` by ${(o.lateness_ms / 1000).toFixed(1)}s` : '';
+  return ` ${o.reason}${late}`;
+}
+
 /** A page of the occurrence ledger. */
 export function printOccurrences(out: Out, res: Msg): void {
   if (out.json) return out.write(JSON.stringify(plain(res), null, 2));
@@ -168,7 +175,7 @@ export function printOccurrences(out: Out, res: Msg): void {
       const outcome = strip(o.outcome, 'OCCURRENCE_OUTCOME_');
       const detail =
         outcome === 'FIRED'
-          ? `fence ${String(o.fence_token)} ${strip(o.trigger, 'FIRE_TRIGGER_')} run ${strip(o.run_status, 'RUN_STATUS_')}${o.enqueued_at ? '' : ' (in outbox)'}`
+          ? `fence ${String(o.fence_token)} ${strip(o.trigger, 'FIRE_TRIGGER_')} run ${strip(o.run_status, 'RUN_STATUS_')}${o.enqueued_at ? '' : ' (in outbox)'}${sloText(o)}`
           : `${String(o.reason)} until ${tsText(o.last_nominal_time)}`;
       const version = o.job_version === undefined ? '-' : `v${String(o.job_version)}`;
       return [tsText(o.nominal_time), outcome, String(o.occurrences ?? 1), version, detail];

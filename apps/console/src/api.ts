@@ -83,6 +83,8 @@ export interface Occurrence {
   enqueued_at?: string | null;
   run_status?: string | null;
   recorded_at?: string;
+  /** FIRED entries judged LATE or MISSED: first start − nominal time (null: never started when judged). */
+  lateness_ms?: number | null;
 }
 
 export interface DeadLetter extends Run {

@@ -76,6 +76,8 @@ const STATUS_CLASS: Record<string, string> = {
   COALESCED: 'warn',
   DEFERRED: 'warn',
   DEAD_LETTERED: 'bad',
+  LATE: 'warn',
+  MISSED: 'bad',
 };
 
 /** A status as a coloured word (never colour alone: the word is always there). */

@@ -15,3 +15,4 @@ export * from './claim-planner';
 export * from './edit-preview';
 export * from './quota';
 export * from './bulk-action';
+export * from './fire-slo';

@@ -3,3 +3,10 @@ export { FirePublisher } from './fire-publisher';
 export { FireLoop, releaseThrough, type FireLoopOptions, type FireLoopEvents } from './fire-loop';
 export { SharedDueProbe, type SharedDueProbeOptions } from './shared-due-probe';
 export { PauseSweep, type PauseSweepOptions } from './pause-sweep';
+export {
+  SloSweeper,
+  judgeCandidate,
+  deadManSample,
+  type SloSweeperOptions,
+  type SloSweeperEvents,
+} from './slo-sweeper';

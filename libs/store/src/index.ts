@@ -68,3 +68,12 @@ export {
   type BulkWindowChange,
   type ResumedPause,
 } from './repositories/bulk.repository';
+export {
+  SloRepository,
+  type SloCandidate,
+  type SloJudgement,
+  type SloMetricJob,
+  type SloSweepRequest,
+  type SloSweepResult,
+  type RecordedSloVerdict,
+} from './repositories/slo.repository';

@@ -200,6 +200,8 @@ function policiesFromProto(p: unknown): Record<string, JsonValue> | undefined {
     catch_up_window_ms: m.catch_up_window_ms as number | undefined,
     overlap: fromEnum(m.overlap, 'OVERLAP_POLICY_'),
     jitter_ms: m.jitter_ms as number | undefined,
+    tolerance_ms: m.tolerance_ms as number | undefined,
+    slo_metrics: m.slo_metrics as boolean | undefined,
     retry: r
       ? compact({
           max_attempts: r.max_attempts as number | undefined,
@@ -287,6 +289,8 @@ function policiesToProto(w: Record<string, JsonValue>): Msg {
     overlap: toEnum(w.overlap as string, 'OVERLAP_POLICY_'),
     jitter_ms: w.jitter_ms,
     ...(typeof w.catch_up_window_ms === 'number' ? { catch_up_window_ms: w.catch_up_window_ms } : {}),
+    ...(typeof w.tolerance_ms === 'number' ? { tolerance_ms: w.tolerance_ms } : {}),
+    ...(w.slo_metrics === true ? { slo_metrics: true } : {}),
     retry: w.retry,
   };
 }
@@ -407,6 +411,8 @@ export function occurrenceToProto(o: OccurrenceEntry, jobId: string): Msg {
       run_status: toEnum(o.runStatus, 'RUN_STATUS_'),
       recorded_at: timestamp(o.claimedAt),
       ...(o.jobVersion !== null ? { job_version: o.jobVersion } : {}),
+      ...(o.slo ? { reason: o.slo.reason } : {}),
+      ...(o.slo && o.slo.latenessMs !== null ? { lateness_ms: o.slo.latenessMs } : {}),
     };
   }
   return {

@@ -55,7 +55,9 @@ export function occurrenceJson(o: OccurrenceEntry, jobId: string): Wire {
       nominal_time: o.nominalTime.toISOString(),
       last_nominal_time: o.nominalTime.toISOString(),
       occurrences: 1,
-      reason: null,
+      // LATE or MISSED once the scheduler judged the fire against its tolerance; null otherwise.
+      reason: o.slo?.reason ?? null,
+      ...(o.slo ? { lateness_ms: o.slo.latenessMs } : {}),
       fence_token: o.fenceToken,
       fire_id: fireIdOf({ jobId, fenceToken: o.fenceToken }),
       trigger: o.trigger,

@@ -30,7 +30,30 @@ const REASONS: Record<string, string> = {
   OVERLAP: 'the previous run was still going (overlap FORBID)',
   OUTSIDE_CATCH_UP_WINDOW: 'older than the catch-up window when the scheduler got to it',
   CATCH_UP_LIMIT: 'beyond how many missed occurrences FIRE_ALL catches up',
+  LATE: "its run started later than the job's tolerance (tolerance_ms) after the nominal time",
+  MISSED: 'its run had not started by the next occurrence (or the SLO deadline)',
 };
+
+/** A fired occurrence's SLO mark (LATE / MISSED), with its lateness; nothing when on time. */
+function SloMark(props: { o: Occurrence }) {
+  const { o } = props;
+  if (o.reason !== 'LATE' && o.reason !== 'MISSED') return null;
+  return (
+    <div class="small slo">
+      <Badge value={o.reason} />{' '}
+      {typeof o.lateness_ms === 'number'
+        ? `started ${formatMs(o.lateness_ms)} after its nominal time`
+        : 'not started'}
+      {` — ${REASONS[o.reason]}`}
+    </div>
+  );
+}
+
+function formatMs(ms: number): string {
+  if (ms < 1000) return `${ms} ms`;
+  if (ms < 120_000) return `${(ms / 1000).toFixed(1)} s`;
+  return `${(ms / 60_000).toFixed(1)} min`;
+}
 
 function Definition(props: { job: Job }) {
   const { job } = props;
@@ -54,6 +77,10 @@ function Definition(props: { job: Job }) {
     ],
     ['Overlap', String(p.overlap ?? 'ALLOW')],
     ['Jitter', ms(Number(p.jitter_ms ?? 0))],
+    [
+      'Fire SLO',
+      `${typeof p.tolerance_ms === 'number' ? `tolerance ${ms(p.tolerance_ms)}` : 'tolerance: the deployment default'}${p.slo_metrics === true ? ', per-job metrics' : ''}`,
+    ],
     ['Retry', retryInWords(p.retry)],
     ['Labels', labelsText(job.labels) || '—'],
     ['Tenant · shard · fence', `${job.tenant_id} · shard ${job.shard} · fence token ${job.fence_token}`],
@@ -89,7 +116,8 @@ function Upcoming(props: { job: Job }) {
           body: { schedule: job.schedule, count: 20 },
         },
       ).then((r) => r.body),
-    [job.etag],
+    // The job id too: two jobs at the same version (both v1) are different schedules.
+    [job.job_id, job.etag],
   );
   return (
     <section class="card" aria-labelledby="up-title">
@@ -166,6 +194,9 @@ function Ledger(props: { job: Job; version: number }) {
                   </a>
                 )}
               </div>
+            ) : null}
+            {o.outcome === 'FIRED' ? (
+              <SloMark o={o} />
             ) : (
               <div class="small">
                 reason <strong>{o.reason}</strong>

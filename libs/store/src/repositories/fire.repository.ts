@@ -745,7 +745,7 @@ export class FireRepository {
   /**
    * Fire-log retention: deletes the oldest confirmed batches claimed more than `retentionMs` ago,
    * with their fires — whole batches, about `batchSize` fires per call (at least one batch) —
-   * and skipped-occurrence records as old. Batches still in the outbox are never touched.
+   * and skipped-occurrence records and fire SLO verdicts as old. Batches still in the outbox are never touched.
    * Returns the fires deleted.
    */
   async purgeFireLog(retentionMs: number, batchSize: number): Promise<number> {
@@ -770,8 +770,16 @@ export class FireRepository {
                         WHERE recorded_at < now() - make_interval(secs => $1::double precision / 1000)
                         ORDER BY id LIMIT $2)
          RETURNING 1
+       ), slo AS (
+         -- Fire SLO verdicts as old go with their fires.
+         DELETE FROM occurrence_slo
+          WHERE (job_id, fence_token) IN (SELECT job_id, fence_token FROM occurrence_slo
+                        WHERE recorded_at < now() - make_interval(secs => $1::double precision / 1000)
+                        ORDER BY recorded_at LIMIT $2)
+         RETURNING 1
        )
-       SELECT (SELECT count(*) FROM gone) AS fires, (SELECT count(*) FROM skips) AS skips`,
+       SELECT (SELECT count(*) FROM gone) AS fires,
+              GREATEST((SELECT count(*) FROM skips), (SELECT count(*) FROM slo)) AS skips`,
       [retentionMs, batchSize],
     );
     // A pass ends when a call comes back short: count skips too, or a backlog of them would stop it.

@@ -22,6 +22,8 @@ export type OccurrenceEntry =
       readonly runStatus: RunStatus | null;
       /** The job version the fire was claimed under (null: recorded before versions were). */
       readonly jobVersion: number | null;
+      /** The fire SLO verdict, once the scheduler judged the fire LATE or MISSED; null otherwise. */
+      readonly slo: { readonly reason: 'LATE' | 'MISSED'; readonly latenessMs: number | null } | null;
       readonly cursor: OccurrenceCursor;
     }
   | {
@@ -66,6 +68,7 @@ interface OccurrenceRow {
   run_status: RunStatus | null;
   recorded_at: Date;
   job_version: number | null;
+  lateness_ms: string | null;
 }
 
 /** How many of a job's newest fires listClaimedAhead looks at. */
@@ -148,15 +151,16 @@ export class HistoryRepository {
     const { rows } = await this.pool.query<OccurrenceRow>(
       `SELECT * FROM (
          SELECT 'FIRE'::text AS kind, f.nominal_time AS at, f.fence_token AS seq, f.nominal_time AS first_nominal, 1::bigint AS occurrences,
-                NULL::text AS reason, f.trigger, f.scheduled_for, f.claimed_at, b.enqueued_at, r.status AS run_status, f.claimed_at AS recorded_at,
-                f.job_version
+                v.reason, f.trigger, f.scheduled_for, f.claimed_at, b.enqueued_at, r.status AS run_status, f.claimed_at AS recorded_at,
+                f.job_version, v.lateness_ms
            FROM fires f
            JOIN fire_batches b ON b.batch_id = f.batch_id
            LEFT JOIN job_runs r ON r.job_id = f.job_id AND r.fence_token = f.fence_token
+           LEFT JOIN occurrence_slo v ON v.job_id = f.job_id AND v.fence_token = f.fence_token
           WHERE f.job_id = $1
          UNION ALL
          SELECT 'SKIP', s.last_nominal, s.id, s.first_nominal, s.occurrences,
-                s.reason, NULL, NULL, NULL, NULL, NULL, s.recorded_at, s.job_version
+                s.reason, NULL, NULL, NULL, NULL, NULL, s.recorded_at, s.job_version, NULL
            FROM occurrence_skips s
           WHERE s.job_id = $1
        ) o
@@ -178,6 +182,10 @@ export class HistoryRepository {
           enqueuedAt: r.enqueued_at,
           runStatus: r.run_status,
           jobVersion: r.job_version,
+          slo:
+            r.reason === 'LATE' || r.reason === 'MISSED'
+              ? { reason: r.reason, latenessMs: r.lateness_ms === null ? null : Number(r.lateness_ms) }
+              : null,
           cursor: c,
         };
       }

@@ -600,6 +600,8 @@ class PgJobTransaction implements JobTransaction {
       [this.jobId],
     );
     await this.client.query('DELETE FROM occurrence_skips WHERE job_id = $1', [this.jobId]);
+    await this.client.query('DELETE FROM occurrence_slo WHERE job_id = $1', [this.jobId]);
+    await this.client.query('DELETE FROM slo_watch WHERE job_id = $1', [this.jobId]);
   }
 
   async recordFire(
