@@ -132,9 +132,19 @@ const runRow = (r: Msg): string[] => [
   tsText(r.scheduled_for),
   tsText(r.finished_at),
   r.http_status === undefined ? '-' : String(r.http_status),
+  String(r.trace_id || '-'),
   String(r.error || '-'),
 ];
-const RUN_HEADERS = ['FENCE', 'STATUS', 'ATTEMPT', 'SCHEDULED_FOR', 'FINISHED_AT', 'HTTP', 'ERROR'];
+const RUN_HEADERS = [
+  'FENCE',
+  'STATUS',
+  'ATTEMPT',
+  'SCHEDULED_FOR',
+  'FINISHED_AT',
+  'HTTP',
+  'TRACE_ID',
+  'ERROR',
+];
 
 /** A page of runs. */
 export function printRuns(out: Out, res: Msg): void {

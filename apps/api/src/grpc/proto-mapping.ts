@@ -313,8 +313,8 @@ export function jobToProto(job: Job, lastRun?: Run | null): Msg {
   };
 }
 
-/** A run as a Run message. */
-export function runToProto(run: Run): Msg {
+/** A run as a Run message (trace_id empty when the ledger has no trace for it). */
+export function runToProto(run: Run & { readonly traceId?: string | null }): Msg {
   return {
     job_id: run.jobId,
     fence_token: run.fenceToken,
@@ -328,6 +328,7 @@ export function runToProto(run: Run): Msg {
     finished_at: timestamp(run.finishedAt),
     ...(run.httpStatus !== null ? { http_status: run.httpStatus } : {}),
     error: run.error ?? '',
+    trace_id: run.traceId ?? '',
   };
 }
 
@@ -378,6 +379,7 @@ export function deadLetterToProto(d: DeadLetterEntry): Msg {
     replay_fire_id:
       d.replayFenceToken !== null ? fireIdOf({ jobId: r.jobId, fenceToken: d.replayFenceToken }) : '',
     replayed_at: timestamp(d.replayedAt),
+    trace_id: r.traceId ?? '',
   };
 }
 

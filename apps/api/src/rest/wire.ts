@@ -25,8 +25,8 @@ export function jobJson(job: Job, lastRun?: Run | null): Wire {
   };
 }
 
-/** A run. */
-export function runJson(run: Run): Wire {
+/** A run; `trace_id` is its fire's trace when the ledger read it (null when untraced or purged). */
+export function runJson(run: Run & { readonly traceId?: string | null }): Wire {
   return {
     job_id: run.jobId,
     fire_id: run.fireId,
@@ -40,6 +40,7 @@ export function runJson(run: Run): Wire {
     finished_at: iso(run.finishedAt),
     http_status: run.httpStatus,
     error: run.error,
+    trace_id: run.traceId ?? null,
   };
 }
 
