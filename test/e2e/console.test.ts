@@ -202,7 +202,7 @@ describe('console in a real browser', () => {
       .getByRole('button', { name: /Copy trace id/ })
       .filter({ hasText: 'Copied' })
       .waitFor();
-    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(TRACE_ID);
+    expect(await page.evaluate('navigator.clipboard.readText()')).toBe(TRACE_ID);
     const ledger = page.locator('ol.timeline li').first();
     expect(await ledger.textContent()).toMatch(/FIRED.*triggered by hand.*fence 1/s);
     expect(await page.locator('section', { hasText: 'Definition' }).first().textContent()).toContain(
