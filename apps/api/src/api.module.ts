@@ -3,7 +3,7 @@ import { Inject, Module, type DynamicModule, type OnApplicationShutdown } from '
 import type { ApiListenConfig, TenantRegistry, TickworkConfig } from '@tickwork/config';
 import { InsightService, JobHistoryService, JobService } from '@tickwork/jobs';
 import { createKafkaBus } from '@tickwork/messaging';
-import { LazyKafkaAdmin, openDatabase } from '@tickwork/runtime';
+import { LazyKafkaAdmin, observeKafkajsPatches, openDatabase } from '@tickwork/runtime';
 import {
   ClusterStatsRepository,
   HistoryRepository,
@@ -59,6 +59,7 @@ export class ApiModule implements OnApplicationShutdown {
             const bus = createKafkaBus(config.kafka, (level, message) =>
               telemetry.logger[level]({ context: 'kafka' }, message),
             );
+            observeKafkajsPatches();
             return new LazyKafkaAdmin(() => bus);
           },
         },

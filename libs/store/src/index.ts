@@ -1,6 +1,7 @@
 export { createPool, ensureDatabase, inTransaction, isSessionLoss, type PoolOptions } from './database';
 export { isTransientDatabaseError } from './transient-error';
 export { migrate, listMigrations, type Migration } from './migrate';
+export { dumpFreshSchema, dumpSchema, normaliseSchemaDump, SCHEMA_DUMP_PATH } from './schema-dump';
 export { JobRepository, JobAlreadyExistsError, type NewJob } from './repositories/job.repository';
 export {
   FireRepository,
