@@ -554,6 +554,12 @@ CREATE UNIQUE INDEX fires_occurrence_shift_uq ON public.fires USING btree (job_i
 CREATE INDEX idempotency_keys_created_at_idx ON public.idempotency_keys USING btree (created_at);
 
 --
+-- Name: job_runs_dead_lettered_recent_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX job_runs_dead_lettered_recent_idx ON public.job_runs USING btree (updated_at DESC, job_id DESC, fence_token DESC) WHERE (status = 'DEAD_LETTERED'::text);
+
+--
 -- Name: job_runs_dead_letters_idx; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -563,7 +569,7 @@ CREATE INDEX job_runs_dead_letters_idx ON public.job_runs USING btree (tenant_id
 -- Name: job_runs_finished_purge_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX job_runs_finished_purge_idx ON public.job_runs USING btree (created_at) WHERE (status = ANY (ARRAY['SUCCEEDED'::text, 'DEAD_LETTERED'::text, 'SKIPPED'::text]));
+CREATE INDEX job_runs_finished_purge_idx ON public.job_runs USING btree (created_at) INCLUDE (job_id, tenant_id, status, attempt, scheduled_for, started_at) WHERE (status = ANY (ARRAY['SUCCEEDED'::text, 'DEAD_LETTERED'::text, 'SKIPPED'::text]));
 
 --
 -- Name: job_runs_in_flight_idx; Type: INDEX; Schema: public; Owner: -
@@ -575,7 +581,7 @@ CREATE INDEX job_runs_in_flight_idx ON public.job_runs USING btree (lease_owner)
 -- Name: job_runs_tenant_finished_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX job_runs_tenant_finished_idx ON public.job_runs USING btree (tenant_id, created_at) WHERE (status = ANY (ARRAY['SUCCEEDED'::text, 'DEAD_LETTERED'::text, 'SKIPPED'::text]));
+CREATE INDEX job_runs_tenant_finished_idx ON public.job_runs USING btree (tenant_id, created_at) INCLUDE (job_id, status, attempt, scheduled_for, started_at) WHERE (status = ANY (ARRAY['SUCCEEDED'::text, 'DEAD_LETTERED'::text, 'SKIPPED'::text]));
 
 --
 -- Name: jobs_due_idx; Type: INDEX; Schema: public; Owner: -

@@ -133,6 +133,7 @@ const runRow = (r: Msg): string[] => [
   tsText(r.finished_at),
   r.http_status === undefined ? '-' : String(r.http_status),
   r.job_version === undefined ? '-' : `v${String(r.job_version)}`,
+  String(r.trace_id || '-'),
   String(r.error || '-'),
 ];
 const RUN_HEADERS = [
@@ -143,6 +144,7 @@ const RUN_HEADERS = [
   'FINISHED_AT',
   'HTTP',
   'VERSION',
+  'TRACE_ID',
   'ERROR',
 ];
 

@@ -32,6 +32,8 @@ export interface Run {
   finished_at: string | null;
   http_status: number | null;
   error: string | null;
+  /** The fire's W3C trace id; null when it was not traced. */
+  trace_id: string | null;
 }
 
 export interface Schedule {

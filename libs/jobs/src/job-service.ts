@@ -30,7 +30,6 @@ import {
   type JobStatus,
   type JsonValue,
   type PlannedOccurrence,
-  type Run,
 } from '@tickwork/domain';
 import {
   DuplicateCommandError,
@@ -39,6 +38,7 @@ import {
   type JobRepository,
   type AuditEntry,
   type JobTransaction,
+  type LedgerRun,
   type MutationMeta,
 } from '@tickwork/store';
 import { tenantScope, visibleJob, type Caller } from './caller';
@@ -201,7 +201,7 @@ export class JobService {
     caller: Caller,
     jobId: string,
     opts: { runs?: number } = {},
-  ): Promise<{ job: Job; recentRuns: Run[] }> {
+  ): Promise<{ job: Job; recentRuns: LedgerRun[] }> {
     checkJobId(jobId);
     const job = visibleJob(caller, jobId, await this.jobs.findJob(jobId));
     const recentRuns = await this.history.listRuns(jobId, opts.runs ?? 1);

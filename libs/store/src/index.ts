@@ -51,6 +51,7 @@ export {
   type DeadLetterEntry,
   type FireTrigger,
 } from './repositories/history.repository';
+export { traceIdOf, type LedgerRun } from './repositories/rows';
 export {
   InsightRepository,
   type ShardLease,

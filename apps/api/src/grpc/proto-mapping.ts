@@ -373,8 +373,8 @@ export function updatePreviewToProto(p: UpdatePreview): Msg {
   };
 }
 
-/** A run as a Run message. */
-export function runToProto(run: Run): Msg {
+/** A run as a Run message (trace_id empty when the ledger has no trace for it). */
+export function runToProto(run: Run & { readonly traceId?: string | null }): Msg {
   return {
     job_id: run.jobId,
     fence_token: run.fenceToken,
@@ -389,6 +389,7 @@ export function runToProto(run: Run): Msg {
     ...(run.httpStatus !== null ? { http_status: run.httpStatus } : {}),
     error: run.error ?? '',
     ...(typeof run.jobVersion === 'number' ? { job_version: run.jobVersion } : {}),
+    trace_id: run.traceId ?? '',
   };
 }
 
@@ -444,6 +445,7 @@ export function deadLetterToProto(d: DeadLetterEntry): Msg {
       d.replayFenceToken !== null ? fireIdOf({ jobId: r.jobId, fenceToken: d.replayFenceToken }) : '',
     replayed_at: timestamp(d.replayedAt),
     ...(typeof r.jobVersion === 'number' ? { job_version: r.jobVersion } : {}),
+    trace_id: r.traceId ?? '',
   };
 }
 

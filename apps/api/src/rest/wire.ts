@@ -28,8 +28,8 @@ export function jobJson(job: Job, lastRun?: Run | null): Wire {
   };
 }
 
-/** A run. */
-export function runJson(run: Run): Wire {
+/** A run; `trace_id` is its fire's trace when the ledger read it (null when untraced or purged). */
+export function runJson(run: Run & { readonly traceId?: string | null }): Wire {
   return {
     job_id: run.jobId,
     fire_id: run.fireId,
@@ -44,6 +44,7 @@ export function runJson(run: Run): Wire {
     http_status: run.httpStatus,
     error: run.error,
     job_version: run.jobVersion ?? null,
+    trace_id: run.traceId ?? null,
   };
 }
 

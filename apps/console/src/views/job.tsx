@@ -12,15 +12,18 @@ import {
 } from '../api';
 import {
   dstNote,
+  instantInWords,
   labelsText,
   maskTarget,
   millisBetween,
   ms,
+  relative,
   retryInWords,
   scheduleInWords,
   scheduleRaw,
+  viewerZone,
 } from '../format';
-import { Badge, Confirm, ErrorBox, navigate, Notice, useLoad, When, type Ctx } from '../ui';
+import { Badge, Confirm, ErrorBox, navigate, Notice, TraceId, useLoad, When, type Ctx } from '../ui';
 
 type Action = 'pause' | 'resume' | 'trigger' | 'delete';
 
@@ -59,6 +62,7 @@ function Definition(props: { job: Job }) {
   const { job } = props;
   const s = job.schedule;
   const p = job.policies;
+  const zone = s.time_zone ?? 'UTC';
   const rows: [string, string][] = [
     ['Schedule', `${scheduleInWords(s)} (${s.kind}: ${scheduleRaw(s)})`],
     ['Time zone', s.time_zone ?? 'UTC'],
@@ -68,8 +72,8 @@ function Definition(props: { job: Job }) {
           string,
         ][])
       : []),
-    ...(s.start_at ? ([['Starts', s.start_at]] as [string, string][]) : []),
-    ...(s.end_at ? ([['Ends', s.end_at]] as [string, string][]) : []),
+    ...(s.start_at ? ([['Starts', instantInWords(s.start_at, zone)]] as [string, string][]) : []),
+    ...(s.end_at ? ([['Ends', instantInWords(s.end_at, zone)]] as [string, string][]) : []),
     ...(s.max_fires ? ([['Max fires', String(s.max_fires)]] as [string, string][]) : []),
     [
       'Misfire',
@@ -84,7 +88,10 @@ function Definition(props: { job: Job }) {
     ['Retry', retryInWords(p.retry)],
     ['Labels', labelsText(job.labels) || '—'],
     ['Tenant · shard · fence', `${job.tenant_id} · shard ${job.shard} · fence token ${job.fence_token}`],
-    ['Version', `${job.etag} (updated ${new Date(job.updated_at).toISOString()})`],
+    [
+      'Version',
+      `${job.etag} (updated ${instantInWords(job.updated_at, viewerZone())}, ${relative(job.updated_at)})`,
+    ],
   ];
   return (
     <section class="card" aria-labelledby="def-title">
@@ -257,6 +264,7 @@ function Runs(props: { job: Job; version: number }) {
               <th scope="col" class="num">
                 Duration
               </th>
+              <th scope="col">Trace id</th>
               <th scope="col">Error</th>
             </tr>
           </thead>
@@ -274,6 +282,9 @@ function Runs(props: { job: Job; version: number }) {
                 </td>
                 <td class="num">{ms(millisBetween(r.scheduled_for, r.started_at))}</td>
                 <td class="num">{ms(millisBetween(r.started_at, r.finished_at))}</td>
+                <td>
+                  <TraceId id={r.trace_id} />
+                </td>
                 <td class="error-text">{r.error ?? ''}</td>
               </tr>
             ))}
@@ -388,7 +399,8 @@ export function JobView(props: { ctx: Ctx; jobId: string }) {
         ) : (
           'none'
         )}{' '}
-        · fired {j.fires_count} times · last run <Badge value={j.last_run?.status ?? null} />
+        · fired {j.fires_count} {j.fires_count === 1 ? 'time' : 'times'} on schedule · last run{' '}
+        <Badge value={j.last_run?.status ?? null} />
       </p>
       <div class="grid">
         <Definition job={j} />

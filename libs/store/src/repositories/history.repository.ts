@@ -4,8 +4,10 @@
  * newest first.
  */
 import type { Pool } from 'pg';
-import type { ClaimedAheadFire, Run, RunStatus } from '@tickwork/domain';
-import { RUN_COLUMNS, runFromRow, type RunRow } from './rows';
+import type { ClaimedAheadFire, RunStatus } from '@tickwork/domain';
+import { LEDGER_RUN_COLUMNS, LEDGER_RUN_FROM, ledgerRunFromRow, type LedgerRun, type RunRow } from './rows';
+
+type LedgerRunRow = RunRow & { traceparent: string | null };
 
 export type FireTrigger = 'SCHEDULE' | 'MANUAL' | 'REPLAY';
 
@@ -46,7 +48,7 @@ export interface OccurrenceCursor {
 }
 
 export interface DeadLetterEntry {
-  readonly run: Run;
+  readonly run: LedgerRun;
   readonly deadLetteredAt: Date;
   readonly replayFenceToken: number | null;
   readonly replayedAt: Date | null;
@@ -77,36 +79,36 @@ const CLAIMED_AHEAD_SCAN = 1_000;
 export class HistoryRepository {
   constructor(private readonly pool: Pool) {}
 
-  /** A job's runs, newest (highest fence token) first, below `beforeFenceToken` when given. */
-  async listRuns(jobId: string, limit: number, beforeFenceToken?: number): Promise<Run[]> {
-    const { rows } = await this.pool.query<RunRow>(
-      `SELECT ${RUN_COLUMNS} FROM job_runs
-        WHERE job_id = $1 AND ($2::bigint IS NULL OR fence_token < $2)
-        ORDER BY fence_token DESC LIMIT $3`,
+  /** A job's runs, newest (highest fence token) first, below `beforeFenceToken` when given; with their trace ids. */
+  async listRuns(jobId: string, limit: number, beforeFenceToken?: number): Promise<LedgerRun[]> {
+    const { rows } = await this.pool.query<LedgerRunRow>(
+      `SELECT ${LEDGER_RUN_COLUMNS} FROM ${LEDGER_RUN_FROM}
+        WHERE r.job_id = $1 AND ($2::bigint IS NULL OR r.fence_token < $2)
+        ORDER BY r.fence_token DESC LIMIT $3`,
       [jobId, beforeFenceToken ?? null, limit],
     );
-    return rows.map(runFromRow);
+    return rows.map(ledgerRunFromRow);
   }
 
   /** The most recent run of each of these jobs (by fence token; one index probe per job). */
-  async lastRuns(jobIds: readonly string[]): Promise<Map<string, Run>> {
+  async lastRuns(jobIds: readonly string[]): Promise<Map<string, LedgerRun>> {
     if (jobIds.length === 0) return new Map();
-    const { rows } = await this.pool.query<RunRow>(
-      `SELECT r.* FROM unnest($1::text[]) AS j(id)
-         CROSS JOIN LATERAL (SELECT ${RUN_COLUMNS} FROM job_runs
-                              WHERE job_id = j.id ORDER BY fence_token DESC LIMIT 1) r`,
+    const { rows } = await this.pool.query<LedgerRunRow>(
+      `SELECT x.* FROM unnest($1::text[]) AS j(id)
+         CROSS JOIN LATERAL (SELECT ${LEDGER_RUN_COLUMNS} FROM ${LEDGER_RUN_FROM}
+                              WHERE r.job_id = j.id ORDER BY r.fence_token DESC LIMIT 1) x`,
       [[...jobIds]],
     );
-    return new Map(rows.map((r) => [r.job_id, runFromRow(r)]));
+    return new Map(rows.map((r) => [r.job_id, ledgerRunFromRow(r)]));
   }
 
   /** One run, or null. */
-  async findRun(jobId: string, fenceToken: number): Promise<Run | null> {
-    const { rows } = await this.pool.query<RunRow>(
-      `SELECT ${RUN_COLUMNS} FROM job_runs WHERE job_id = $1 AND fence_token = $2`,
+  async findRun(jobId: string, fenceToken: number): Promise<LedgerRun | null> {
+    const { rows } = await this.pool.query<LedgerRunRow>(
+      `SELECT ${LEDGER_RUN_COLUMNS} FROM ${LEDGER_RUN_FROM} WHERE r.job_id = $1 AND r.fence_token = $2`,
       [jobId, fenceToken],
     );
-    return rows[0] ? runFromRow(rows[0]) : null;
+    return rows[0] ? ledgerRunFromRow(rows[0]) : null;
   }
 
   /**
@@ -205,6 +207,8 @@ export class HistoryRepository {
   /**
    * Dead-lettered runs, newest first, optionally of one tenant and one job. Read from the run
    * ledger (status DEAD_LETTERED); the page continues below `before` (a previous entry's cursor).
+   * The cursor compares the row itself (timestamptz keeps microseconds, the cursor's unit), so an
+   * all-tenant page is a range of job_runs_dead_lettered_recent_idx (migration 0024).
    */
   async listDeadLetters(q: {
     tenantId?: string;
@@ -213,24 +217,20 @@ export class HistoryRepository {
     before?: DeadLetterEntry['cursor'];
   }): Promise<DeadLetterEntry[]> {
     const { rows } = await this.pool.query<
-      RunRow & {
+      LedgerRunRow & {
         updated_at: Date;
         at_micros: string;
         replay_fence_token: number | null;
         replayed_at: Date | null;
       }
     >(
-      `SELECT ${RUN_COLUMNS.split(', ')
-        .map((c) => `r.${c}`)
-        .join(
-          ', ',
-        )}, r.updated_at, floor(extract(epoch FROM r.updated_at) * 1000000)::bigint::text AS at_micros, d.replay_fence_token, d.replayed_at
-         FROM job_runs r
+      `SELECT ${LEDGER_RUN_COLUMNS}, r.updated_at, floor(extract(epoch FROM r.updated_at) * 1000000)::bigint::text AS at_micros, d.replay_fence_token, d.replayed_at
+         FROM ${LEDGER_RUN_FROM}
          LEFT JOIN dead_letter_replays d ON d.job_id = r.job_id AND d.fence_token = r.fence_token
         WHERE r.status = 'DEAD_LETTERED'
           AND ($1::text IS NULL OR r.tenant_id = $1)
           AND ($2::text IS NULL OR r.job_id = $2)
-          AND ($3::bigint IS NULL OR (floor(extract(epoch FROM r.updated_at) * 1000000)::bigint, r.job_id, r.fence_token) < ($3::bigint, $4::text, $5::bigint))
+          AND ($3::bigint IS NULL OR (r.updated_at, r.job_id, r.fence_token) < (timestamptz 'epoch' + $3::bigint * interval '1 microsecond', $4::text, $5::bigint))
         ORDER BY r.updated_at DESC, r.job_id DESC, r.fence_token DESC
         LIMIT $6`,
       [
@@ -243,7 +243,7 @@ export class HistoryRepository {
       ],
     );
     return rows.map((r) => ({
-      run: runFromRow(r),
+      run: ledgerRunFromRow(r),
       deadLetteredAt: r.finished_at ?? r.updated_at,
       replayFenceToken: r.replay_fence_token,
       replayedAt: r.replayed_at,

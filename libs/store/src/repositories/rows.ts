@@ -12,6 +12,7 @@ import {
   type Run,
   type RunStatus,
 } from '@tickwork/domain';
+import { spanContextOf } from '@tickwork/telemetry';
 
 export interface JobRow {
   job_id: string;
@@ -132,4 +133,30 @@ export function runFromRow(row: RunRow): Run {
     error: row.error,
     jobVersion: row.job_version ?? null,
   };
+}
+
+/** A run as the ledger reads it back for operators: with the trace id of its fire, when it has one. */
+export interface LedgerRun extends Run {
+  /** The W3C trace id (32 hex) of the fire's trace (fires.trace_context), or null when untraced or purged. */
+  readonly traceId: string | null;
+}
+
+/** The run columns of job_runs `r`, and the traceparent of its fire `f` (joined on the fire's key). */
+export const LEDGER_RUN_COLUMNS = `${RUN_COLUMNS.split(', ')
+  .map((c) => `r.${c}`)
+  .join(', ')}, f.trace_context->>'traceparent' AS traceparent`;
+
+/** job_runs `r` with its fire `f`: a primary-key probe per run (fires may be purged first: a left join). */
+export const LEDGER_RUN_FROM =
+  'job_runs r LEFT JOIN fires f ON f.job_id = r.job_id AND f.fence_token = r.fence_token';
+
+/** A job_runs row read with LEDGER_RUN_COLUMNS as a LedgerRun. */
+export function ledgerRunFromRow(row: RunRow & { traceparent: string | null }): LedgerRun {
+  return { ...runFromRow(row), traceId: traceIdOf(row.traceparent) };
+}
+
+/** The trace id of a W3C traceparent, or null when it is absent or not a valid context. */
+export function traceIdOf(traceparent: string | null | undefined): string | null {
+  if (!traceparent) return null;
+  return spanContextOf({ traceparent })?.traceId ?? null;
 }
