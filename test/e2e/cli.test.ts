@@ -103,7 +103,8 @@ describe('tickwork CLI', () => {
       /^triggered: fire cli-report:1 \(fence token 1\)/,
     );
     const occurrences = await tickwork(['occurrences', 'cli-report']);
-    expect(occurrences.stdout).toMatch(/FIRED\s+1\s+fence 1 MANUAL/);
+    // Fired under version 3 (created, paused, resumed).
+    expect(occurrences.stdout).toMatch(/FIRED\s+1\s+v3\s+fence 1 MANUAL/);
     expect((await tickwork(['--json', 'runs', 'cli-report'])).stdout).toContain('"runs": []');
     expect((await tickwork(['--json', 'dlq', 'list'])).stdout).toContain('"dead_letters": []');
 
@@ -173,6 +174,42 @@ describe('tickwork CLI', () => {
     const anonymous = await tickwork(['list'], { TICKWORK_TOKEN: '' });
     expect(anonymous.code).toBe(1);
     expect(anonymous.stderr).toMatch(/UNAUTHENTICATED/);
+  });
+
+  it('update --dry-run prints the diff of the next occurrences and changes nothing', async () => {
+    const file = join(dir, 'yearly.yaml');
+    writeFileSync(
+      file,
+      [
+        'job_id: cli-yearly',
+        'schedule: { kind: cron, expression: "0 0 1 1 *", time_zone: UTC }',
+        'target: { type: webhook, url: "https://example.com/hook" }',
+      ].join('\n'),
+    );
+    expect((await tickwork(['create', '-f', file])).code).toBe(0);
+    const edit = join(dir, 'yearly-edit.yaml');
+    writeFileSync(edit, 'schedule: { kind: cron, expression: "0 0 1 7 *", time_zone: UTC }\n');
+    const dry = await tickwork(['update', 'cli-yearly', '-f', edit, '--dry-run', '-n', '3']);
+    expect(dry).toMatchObject({ code: 0, stderr: '' });
+    expect(dry.stdout).toMatch(
+      /^dry run: nothing was changed\. cli-yearly is at version 1; this update would make it version 2\.$/m,
+    );
+    expect(dry.stdout).toMatch(/^the timing changes: the schedule restarts now/m);
+    expect(dry.stdout).toMatch(/^\+ \d{4}-07-01T00:00:00\.000Z$/m);
+    expect(dry.stdout).toMatch(/^- \d{4}-01-01T00:00:00\.000Z$/m);
+    expect(dry.stdout).toMatch(/^\d+ appear, \d+ disappear, 0 move$/m);
+    const json = JSON.parse(
+      (await tickwork(['--json', 'update', 'cli-yearly', '-f', edit, '--dry-run'])).stdout,
+    );
+    expect(json.edit_preview).toMatchObject({ current_version: 1, count: 10, replanned: true });
+    const bad = await tickwork(['update', 'cli-yearly', '-f', edit, '--dry-run', '-n', '0']);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/--count/);
+    // Nothing changed.
+    expect(JSON.parse((await tickwork(['--json', 'get', 'cli-yearly'])).stdout)).toMatchObject({
+      version: 1,
+      schedule: { cron: { expression: '0 0 1 1 *' } },
+    });
   });
 
   it('makes a token and the tenants-file entry that authenticates it', async () => {

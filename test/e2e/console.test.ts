@@ -26,6 +26,9 @@ const TENANTS = JSON.stringify({
   ],
 });
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+// The trace the browser's Trigger now request carries: the run of that fire shows its id.
+const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
+const TRACEPARENT = `00-${TRACE_ID}-00f067aa0ba902b7-01`;
 const SHOTS = join(__dirname, '..', '..', 'docs', 'console');
 
 type Json = Record<string, unknown>;
@@ -82,6 +85,8 @@ describe('console in a real browser', () => {
       timezoneId: 'America/New_York',
       locale: 'en-GB',
     });
+    // The copy button writes to the clipboard; the test reads it back.
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: api.url });
     page = await context.newPage();
     page.setDefaultTimeout(20_000);
     page.on('pageerror', (e) => browserErrors.push(`pageerror: ${e.message}`));
@@ -129,6 +134,9 @@ describe('console in a real browser', () => {
     expect(await fieldError.textContent()).toMatch(/\S/);
     expect(await page.getByLabel('Cron expression').getAttribute('aria-invalid')).toBe('true');
     await page.getByRole('alert').filter({ hasText: 'The API refused the job' }).waitFor();
+    // The preview names the bad field too, and does not read the typo as a schedule.
+    await page.locator('.preview .field-error').waitFor();
+    expect(await page.locator('.preview').textContent()).toContain('0 9 * * MONDAY-FRIDAY, Europe/London');
     // Nothing was stored.
     expect((await rest('GET', '/v1/jobs/nightly-report', ACME)).status).toBe(404);
     await shot('create-invalid');
@@ -152,9 +160,12 @@ describe('console in a real browser', () => {
     expect(stored.body.labels).toEqual({ team: 'data', env: 'staging' });
   });
 
-  it('triggers it and shows the run and the occurrence; pauses it', async () => {
+  it('triggers it and shows the run (with its trace id) and the occurrence; pauses it', async () => {
+    // As if the console sat behind a traced proxy: the trigger request carries a W3C context.
+    await page.setExtraHTTPHeaders({ traceparent: TRACEPARENT });
     await page.getByRole('button', { name: 'Trigger now' }).click();
     await page.getByRole('status').filter({ hasText: 'Triggered' }).waitFor();
+    await page.setExtraHTTPHeaders({});
     await eventually(
       'the webhook call',
       () => (receiver.calls.some((c) => c.path === '/hook') ? true : undefined),
@@ -178,6 +189,20 @@ describe('console in a real browser', () => {
       500,
     );
     expect(await page.locator('#run-1').textContent()).toContain('200');
+    // The run shows the trace its fire was made in, and copies it.
+    expect(await page.locator('#run-1').textContent()).toContain(TRACE_ID);
+    const runs = await rest('GET', '/v1/jobs/nightly-report/runs', ACME);
+    expect((runs.body.runs as Json[])[0]?.trace_id).toBe(TRACE_ID);
+    await page
+      .locator('#run-1')
+      .getByRole('button', { name: `Copy trace id ${TRACE_ID}` })
+      .click();
+    await page
+      .locator('#run-1')
+      .getByRole('button', { name: /Copy trace id/ })
+      .filter({ hasText: 'Copied' })
+      .waitFor();
+    expect(await page.evaluate('navigator.clipboard.readText()')).toBe(TRACE_ID);
     const ledger = page.locator('ol.timeline li').first();
     expect(await ledger.textContent()).toMatch(/FIRED.*triggered by hand.*fence 1/s);
     expect(await page.locator('section', { hasText: 'Definition' }).first().textContent()).toContain(
@@ -304,6 +329,40 @@ describe('console in a real browser', () => {
     expect(await page.locator('table.jobs').textContent()).not.toContain('globex-secret');
   });
 
+  it("shows a fire SLO breach in the ledger: LATE with its lateness, and the job's tolerance", async () => {
+    // Tolerance 0: any start after the nominal time is LATE (a fire takes some ms from claim to
+    // start), so the badge appears whatever the box's load.
+    const anchor = new Date(Math.ceil((Date.now() + 2_000) / 1000) * 1000);
+    const created = await rest('POST', '/v1/jobs', ACME, {
+      job_id: 'slo-demo',
+      schedule: { kind: 'interval', every_ms: 3_600_000, anchor: anchor.toISOString() },
+      target: { type: 'webhook', url: receiver.url('/hook') },
+      policies: { tolerance_ms: 0, slo_metrics: true },
+    });
+    expect(created.status).toBe(201);
+    await page.goto(console$('#/jobs/slo-demo'));
+    await eventually(
+      'the LATE mark in the ledger',
+      async () => {
+        await page.getByRole('button', { name: 'Refresh' }).click();
+        await page.waitForLoadState('networkidle');
+        const text =
+          (await page
+            .locator('ol.timeline')
+            .textContent()
+            .catch(() => '')) ?? '';
+        return /LATE/.test(text) ? text : undefined;
+      },
+      60_000,
+      500,
+    );
+    const entry = await page.locator('ol.timeline li', { hasText: 'LATE' }).first().textContent();
+    expect(entry).toMatch(/FIRED.*LATE.*started \d+(\.\d)? (ms|s) after its nominal time.*tolerance/s);
+    expect(await page.locator('section', { hasText: 'Definition' }).first().textContent()).toContain(
+      'tolerance 0',
+    );
+  });
+
   it('shows a job with upcoming fires across a DST change', async () => {
     // 01:30 London does not exist on 28 March 2027 (spring forward): SHIFT moves it to 02:30 BST.
     const created = await rest('POST', '/v1/jobs', ACME, {
@@ -332,6 +391,9 @@ describe('console in a real browser', () => {
       .textContent();
     expect(definition).not.toContain('s3cret-value');
     expect(definition).toContain('••••••');
+    // Dates read as dates, in the job's zone: never a raw ISO string.
+    expect(definition).toContain('Thu 25 Mar 2027, 00:00:00 Europe/London');
+    expect(definition).not.toMatch(/\d{4}-\d\d-\d\dT\d\d:/);
     await shot('job-dst');
   });
 
@@ -349,6 +411,9 @@ describe('console in a real browser', () => {
       (await page.locator('.stat').first().textContent())?.startsWith('4of 4') ? true : undefined,
     );
     expect(await page.locator('section[aria-labelledby="lag-title"]').textContent()).toContain('.executor');
+    expect(await page.getByText(/Refreshes every 5 s; observed/).textContent()).toMatch(
+      /observed \w{3} \d{1,2} \w{3} \d{4}, \d\d:\d\d:\d\d America\/New_York/,
+    );
     await shot('cluster');
 
     await navTo('Lateness');

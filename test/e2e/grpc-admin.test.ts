@@ -346,16 +346,23 @@ describe('gRPC admin API', () => {
        VALUES ('acme-1', 'acme', 'MISFIRE_SKIP', '2020-01-01T00:00:00Z', '2020-01-01T00:05:00Z', 6)`,
     );
 
+    // A run shows its fire's trace id (the fire log's trace_context), and none for an untraced fire.
+    const traceId = '0af7651916cd43dd8448eb211c80319c';
+    await db.query(
+      `UPDATE fires SET trace_context = CASE fence_token WHEN 2 THEN $1::jsonb END WHERE job_id = 'acme-1'`,
+      [JSON.stringify({ traceparent: `00-${traceId}-b7ad6b7169203331-01` })],
+    );
     const page1 = await a.ok('ListRuns', { job_id: 'acme-1', page_size: 1 });
-    expect((page1.runs as Msg[]).map((r) => r.fence_token)).toEqual([2]);
+    expect((page1.runs as Msg[]).map((r) => [r.fence_token, r.trace_id])).toEqual([[2, traceId]]);
     const page2 = await a.ok('ListRuns', {
       job_id: 'acme-1',
       page_size: 1,
       page_token: page1.next_page_token,
     });
-    expect((page2.runs as Msg[]).map((r) => [r.fence_token, r.status, r.http_status])).toEqual([
-      [1, 'RUN_STATUS_SUCCEEDED', 200],
-    ]);
+    // (proto3: the empty trace_id is not on the wire; this client leaves defaults out.)
+    expect(
+      (page2.runs as Msg[]).map((r) => [r.fence_token, r.status, r.http_status, r.trace_id ?? '']),
+    ).toEqual([[1, 'RUN_STATUS_SUCCEEDED', 200, '']]);
     expect(await b.call('ListRuns', { job_id: 'acme-1' })).toMatchObject({
       ok: false,
       code: status.NOT_FOUND,

@@ -356,6 +356,7 @@ describe('schedule commands on Kafka', () => {
       await rejected.close();
     }
   });
+
   it('applies an UPSERT with an RruleSchedule (the union branch appended last), and rejects a bad rule naming the field', async () => {
     const jobId = `cmd-rrule-${randomUUID().slice(0, 8)}`;
     const rruleJob = (rule: string): Msg => ({
@@ -400,5 +401,48 @@ describe('schedule commands on Kafka', () => {
       return r.rows[0];
     });
     expect(rejected.reason).toContain('schedule.rule');
+  });
+
+  // Last: its refused command goes to commands.rejected, which the poison test reads whole.
+  it('carries the fire SLO policies (tolerance_ms, slo_metrics) in an UPSERT, and refuses a bad tolerance naming it', async () => {
+    // Unions of null and one type are plain values (the registry client's Avro: wrapUnions auto).
+    const policies = (tolerance: number) => ({
+      misfire: 'FIRE_ONCE',
+      catch_up_window_ms: null,
+      overlap: 'ALLOW',
+      jitter_ms: 0,
+      tolerance_ms: tolerance,
+      slo_metrics: true,
+      retry: null,
+    });
+    const jobId = `cmd-slo-${randomUUID().slice(0, 8)}`;
+    await publish(jobId, [
+      await encode(command('UPSERT', jobId, { job: { ...cronJob(), policies: policies(2_500) } })),
+    ]);
+    const created = await jobIs(jobId, () => true);
+    expect(created.policies).toMatchObject({ tolerance_ms: 2_500, slo_metrics: true });
+    // A command without the new fields (the previous schema's shape) still means "the default".
+    const plain = `cmd-slo-plain-${randomUUID().slice(0, 8)}`;
+    await publish(plain, [await encode(command('UPSERT', plain, { job: cronJob() }))]);
+    const defaulted = await jobIs(plain, () => true);
+    expect((defaulted.policies as Msg | undefined)?.tolerance_ms).toBeUndefined();
+    expect((defaulted.policies as Msg | undefined)?.slo_metrics).toBeFalsy();
+
+    const bad = `cmd-slo-bad-${randomUUID().slice(0, 8)}`;
+    await publish(bad, [
+      await encode(command('UPSERT', bad, { job: { ...cronJob(), policies: policies(-1) } })),
+    ]);
+    const refused = await eventually('the bad tolerance to be refused', async () => {
+      const { rows } = await db.query<{ outcome: string; reason: string | null }>(
+        `SELECT outcome, reason FROM applied_commands WHERE tenant_id = 'acme' AND job_id = $1`,
+        [bad],
+      );
+      return rows[0];
+    });
+    expect(refused).toMatchObject({
+      outcome: 'INVALID_JOB',
+      reason: expect.stringMatching(/policies\.tolerance_ms/),
+    });
+    expect((await getJob(bad)).ok).toBe(false);
   });
 });

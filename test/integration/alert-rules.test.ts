@@ -86,7 +86,7 @@ describe('alert rules and dashboard', () => {
     );
   });
 
-  it('cover what on-call needs: lateness burn, backlog, dead letters, outbox age, unowned shards', () => {
+  it('cover what on-call needs: lateness burn, backlog, dead letters, outbox age, unowned shards, fire SLOs and dead jobs', () => {
     const alerts = allRules.flatMap((r) => (r.alert ? [r.alert] : []));
     expect(alerts).toEqual(
       expect.arrayContaining([
@@ -98,6 +98,9 @@ describe('alert rules and dashboard', () => {
         'TickworkOutboxStuck',
         'TickworkShardUnowned',
         'TickworkNoSchedulerUp',
+        'TickworkJobNotSucceeding',
+        'TickworkOccurrencesMissed',
+        'TickworkFiresLate',
       ]),
     );
     for (const r of allRules.filter((x) => x.alert)) {

@@ -104,6 +104,21 @@ function targetToProto(raw: unknown): Msg {
   throw new CliError('target.type must be webhook or kafka');
 }
 
+/** policies.tolerance_ms: a non-negative integer of ms, or absent/null for the deployment's default. */
+function toleranceOf(v: unknown): number | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0)
+    throw new CliError('policies.tolerance_ms must be a non-negative integer (milliseconds)');
+  return v;
+}
+
+/** policies.slo_metrics: true or false. */
+function sloMetricsOf(v: unknown): boolean | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'boolean') throw new CliError('policies.slo_metrics must be true or false');
+  return v;
+}
+
 function policiesToProto(raw: unknown): Msg {
   const p = obj(raw, 'policies');
   return compact({
@@ -111,6 +126,8 @@ function policiesToProto(raw: unknown): Msg {
     catch_up_window_ms: p.catch_up_window_ms ?? undefined,
     overlap: enumOf(p.overlap, 'OVERLAP_POLICY_'),
     jitter_ms: p.jitter_ms,
+    tolerance_ms: toleranceOf(p.tolerance_ms),
+    slo_metrics: sloMetricsOf(p.slo_metrics),
     retry: p.retry === undefined ? undefined : obj(p.retry, 'policies.retry'),
   });
 }

@@ -136,9 +136,21 @@ const runRow = (r: Msg): string[] => [
   tsText(r.scheduled_for),
   tsText(r.finished_at),
   r.http_status === undefined ? '-' : String(r.http_status),
+  r.job_version === undefined ? '-' : `v${String(r.job_version)}`,
+  String(r.trace_id || '-'),
   String(r.error || '-'),
 ];
-const RUN_HEADERS = ['FENCE', 'STATUS', 'ATTEMPT', 'SCHEDULED_FOR', 'FINISHED_AT', 'HTTP', 'ERROR'];
+const RUN_HEADERS = [
+  'FENCE',
+  'STATUS',
+  'ATTEMPT',
+  'SCHEDULED_FOR',
+  'FINISHED_AT',
+  'HTTP',
+  'VERSION',
+  'TRACE_ID',
+  'ERROR',
+];
 
 /** A page of runs. */
 export function printRuns(out: Out, res: Msg): void {
@@ -152,19 +164,27 @@ export function printRun(out: Out, run: Msg): void {
   table(out, RUN_HEADERS, [runRow(run)]);
 }
 
+/** A fired occurrence's SLO mark: ` LATE by 12.3s`, ` MISSED`, or nothing when on time. */
+function sloText(o: Msg): string {
+  if (o.reason !== 'LATE' && o.reason !== 'MISSED') return '';
+  const late = typeof o.lateness_ms === 'number' ? ` by ${(o.lateness_ms / 1000).toFixed(1)}s` : '';
+  return ` ${o.reason}${late}`;
+}
+
 /** A page of the occurrence ledger. */
 export function printOccurrences(out: Out, res: Msg): void {
   if (out.json) return out.write(JSON.stringify(plain(res), null, 2));
   table(
     out,
-    ['NOMINAL_TIME', 'OUTCOME', 'COUNT', 'DETAIL'],
+    ['NOMINAL_TIME', 'OUTCOME', 'COUNT', 'VERSION', 'DETAIL'],
     ((res.occurrences ?? []) as Msg[]).map((o) => {
       const outcome = strip(o.outcome, 'OCCURRENCE_OUTCOME_');
       const detail =
         outcome === 'FIRED'
-          ? `fence ${String(o.fence_token)} ${strip(o.trigger, 'FIRE_TRIGGER_')} run ${strip(o.run_status, 'RUN_STATUS_')}${o.enqueued_at ? '' : ' (in outbox)'}`
+          ? `fence ${String(o.fence_token)} ${strip(o.trigger, 'FIRE_TRIGGER_')} run ${strip(o.run_status, 'RUN_STATUS_')}${o.enqueued_at ? '' : ' (in outbox)'}${sloText(o)}`
           : `${String(o.reason)} until ${tsText(o.last_nominal_time)}`;
-      return [tsText(o.nominal_time), outcome, String(o.occurrences ?? 1), detail];
+      const version = o.job_version === undefined ? '-' : `v${String(o.job_version)}`;
+      return [tsText(o.nominal_time), outcome, String(o.occurrences ?? 1), version, detail];
     }),
     more(res),
   );
@@ -302,4 +322,94 @@ export function printLateness(out: Out, res: Msg): void {
       jobs.map((j) => [String(j.key), String(j.runs ?? 0), msText(j.p50_ms), msText(j.p99_ms)]),
     );
   }
+}
+
+/** A bulk action's answer: the counts, the first ids, the first failures. */
+export function printBulkAction(out: Out, res: Msg): void {
+  if (out.json) return out.write(JSON.stringify(plain(res), null, 2));
+  const action = String(res.action ?? '').replace(/^BULK_ACTION_KIND_/, '');
+  const n = (k: string) => String(res[k] ?? 0);
+  const lines = [
+    res.dry_run
+      ? `dry run: ${action} would touch ${n('matched')} job(s)`
+      : `${action}: matched ${n('matched')}, changed ${n('changed')}, unchanged ${n('unchanged')}, failed ${n('failed')}`,
+    `bulk action ${String(res.bulk_action_id ?? '')}`,
+  ];
+  const sample = (res.sample_job_ids as string[] | undefined) ?? [];
+  if (sample.length > 0)
+    lines.push(`jobs: ${sample.join(', ')}${Number(res.matched) > sample.length ? ', …' : ''}`);
+  for (const f of (res.failures as Msg[] | undefined) ?? [])
+    lines.push(`failed ${String(f.job_id)}: ${String(f.code)} ${String(f.message)}`);
+  out.write(lines.join('\n'));
+}
+
+/**
+ * A dry-run update (UpdateJob dry_run) as a diff of the job's next occurrences: `+` appears, `-`
+ * disappears, `~` keeps its nominal time but is claimed at another time, ` ` unchanged; then what
+ * the next claim does with occurrences already due, and the fires already claimed ahead.
+ */
+export function printEditPreview(out: Out, job: Msg): void {
+  if (out.json) return out.write(JSON.stringify(plain(job), null, 2));
+  const p = (job.edit_preview ?? {}) as Msg;
+  const version = Number(p.current_version ?? 0);
+  const side = (s: unknown) => (s ?? {}) as Msg;
+  const before = side(p.before);
+  const after = side(p.after);
+  const occ = (s: Msg) => (s.occurrences ?? []) as Msg[];
+  const key = (o: Msg) => `${tsText(o.nominal_time)}#${String(o.dst_shift_ms ?? 0)}`;
+  const until = p.compared_until ? tsText(p.compared_until) : null;
+  const within = (o: Msg) => until === null || tsText(o.nominal_time) <= until;
+  const lines: string[] = [
+    `dry run: nothing was changed. ${String(job.job_id)} is at version ${version}; this update would make it version ${version + 1}.`,
+    `schedule after: ${scheduleText(job.schedule)} (status ${strip(before.status, 'JOB_STATUS_')} -> ${strip(after.status, 'JOB_STATUS_')})`,
+    p.replanned
+      ? 'the timing changes: the schedule restarts now, and occurrences already due are dropped, not caught up'
+      : 'the timing is unchanged: the stored next occurrence stays',
+    `due now, before: ${dueText(side(before.due))}`,
+    `due now, after:  ${dueText(side(after.due))}`,
+    '',
+    `next occurrences${until ? ` (compared up to ${until})` : ''}:`,
+  ];
+  const appearing = new Set(((p.appearing ?? []) as Msg[]).map(key));
+  const disappearing = new Set(((p.disappearing ?? []) as Msg[]).map(key));
+  const moved = new Map(((p.moved ?? []) as Msg[]).map((m) => [key(side(m.after)), side(m.before)]));
+  const merged = new Map<string, Msg>();
+  // The after side's copy wins: a moved occurrence shows its new claim time.
+  for (const o of [...occ(after), ...occ(before)].filter(within))
+    if (!merged.has(key(o))) merged.set(key(o), o);
+  const rows = [...merged.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  for (const [k, o] of rows) {
+    const mark = appearing.has(k) ? '+' : disappearing.has(k) ? '-' : moved.has(k) ? '~' : ' ';
+    const flags = [
+      o.catch_up ? 'catch-up' : '',
+      o.claimed ? 'claimed ahead' : '',
+      mark === '~' ? `claimed at ${tsText(moved.get(k)!.scheduled_for)} -> ${tsText(o.scheduled_for)}` : '',
+      Number(o.dst_shift_ms ?? 0) > 0 ? `DST shift ${String(o.dst_shift_ms)} ms` : '',
+    ].filter(Boolean);
+    lines.push(`${mark} ${tsText(o.nominal_time)}${flags.length > 0 ? `  (${flags.join(', ')})` : ''}`);
+  }
+  if (rows.length === 0) lines.push('  (none)');
+  lines.push(`${appearing.size} appear, ${disappearing.size} disappear, ${moved.size} move`);
+  const claimed = (p.claimed_ahead ?? []) as Msg[];
+  if (claimed.length > 0) {
+    lines.push('', 'claimed ahead (each goes out as claimed, under its version):');
+    for (const c of claimed)
+      lines.push(
+        `  ${String(c.fire_id)} ${tsText(c.nominal_time)} version ${c.job_version === undefined ? '?' : String(c.job_version)}, ${c.enqueued ? 'on Kafka' : 'in outbox'}; ${c.in_new_schedule ? 'the new schedule has it (not fired again)' : 'not in the new schedule'}`,
+      );
+  }
+  out.write(lines.join('\n'));
+}
+
+function dueText(d: Msg): string {
+  if (!d.due) return 'nothing due';
+  const skipped = ((d.skipped ?? []) as Msg[]).map((s) => `${String(s.occurrences)} ${String(s.reason)}`);
+  return [
+    `${String(d.catch_up_fires ?? 0)} catch-up fire(s)`,
+    d.coalesced ? `${String(d.coalesced)} coalesced` : '',
+    skipped.length > 0 ? `skipped: ${skipped.join(', ')}` : '',
+    d.on_resume ? '(on resume: the job is paused)' : '',
+  ]
+    .filter(Boolean)
+    .join(', ');
 }

@@ -32,6 +32,8 @@ export interface Run {
   finished_at: string | null;
   http_status: number | null;
   error: string | null;
+  /** The fire's W3C trace id; null when it was not traced. */
+  trace_id: string | null;
 }
 
 export interface Schedule {
@@ -86,6 +88,8 @@ export interface Occurrence {
   enqueued_at?: string | null;
   run_status?: string | null;
   recorded_at?: string;
+  /** FIRED entries judged LATE or MISSED: first start − nominal time (null: never started when judged). */
+  lateness_ms?: number | null;
 }
 
 export interface DeadLetter extends Run {

@@ -32,14 +32,22 @@ const MACROS: Record<string, string> = {
 const pad = (n: number): string => String(n).padStart(2, '0');
 const isNum = (s: string): boolean => /^\d+$/.test(s);
 
-function dayName(s: string): string {
-  const i = isNum(s) ? Number(s) % 7 : DAY_ABBR.indexOf(s.toUpperCase());
-  return DAYS[i] ?? s;
+/** A day-of-week field value as a name ("MON", "1", "7" → Monday); null when it is not one. */
+function dayName(s: string): string | null {
+  const i = isNum(s) ? (Number(s) <= 7 ? Number(s) % 7 : -1) : DAY_ABBR.indexOf(s.toUpperCase());
+  return DAYS[i] ?? null;
 }
 
-function monthName(s: string): string {
+/** A month field value as a name ("JAN", "1" → January); null when it is not one. */
+function monthName(s: string): string | null {
   const i = isNum(s) ? Number(s) - 1 : MONTH_ABBR.indexOf(s.toUpperCase());
-  return MONTHS[i] ?? s;
+  return MONTHS[i] ?? null;
+}
+
+/** Names for every item, or null when one is not understood (the words would mislead). */
+function allNames(items: string[], name: (s: string) => string | null): string[] | null {
+  const names = items.map(name);
+  return names.every((n): n is string => n !== null) ? names : null;
 }
 
 function joinWords(items: string[]): string {
@@ -47,29 +55,39 @@ function joinWords(items: string[]): string {
   return `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`;
 }
 
-function describeDays(dow: string): string {
+// The describe* functions return '' for "every", and null for what they do not understand.
+function describeDays(dow: string): string | null {
   const d = dow.toUpperCase();
   if (d === '*' || d === '?') return '';
   if (['MON-FRI', '1-5'].includes(d)) return 'on weekdays';
   if (['SAT,SUN', 'SUN,SAT', '0,6', '6,0', '6,7'].includes(d)) return 'on weekends';
   const range = /^(\w+)-(\w+)$/.exec(d);
-  if (range) return `${dayName(range[1]!)} through ${dayName(range[2]!)}`;
-  return `on ${joinWords(d.split(',').map(dayName))}`;
+  if (range) {
+    const names = allNames([range[1]!, range[2]!], dayName);
+    return names ? `${names[0]} through ${names[1]}` : null;
+  }
+  const names = allNames(d.split(','), dayName);
+  return names ? `on ${joinWords(names)}` : null;
 }
 
-function describeDom(dom: string): string {
+function describeDom(dom: string): string | null {
   if (dom === '*' || dom === '?') return '';
   if (dom.toUpperCase() === 'L') return 'on the last day of the month';
   const step = /^\*\/(\d+)$/.exec(dom);
   if (step) return `every ${step[1]} days`;
+  if (!/^\d+(,\d+)*$/.test(dom)) return null;
   return `on day ${joinWords(dom.split(','))} of the month`;
 }
 
-function describeMonth(month: string): string {
+function describeMonth(month: string): string | null {
   if (month === '*' || month === '?') return '';
   const range = /^(\w+)-(\w+)$/.exec(month);
-  if (range) return `${monthName(range[1]!)} through ${monthName(range[2]!)}`;
-  return `in ${joinWords(month.split(',').map(monthName))}`;
+  if (range) {
+    const names = allNames([range[1]!, range[2]!], monthName);
+    return names ? `${names[0]} through ${names[1]}` : null;
+  }
+  const names = allNames(month.split(','), monthName);
+  return names ? `in ${joinWords(names)}` : null;
 }
 
 function describeTime(minute: string, hour: string): string {
@@ -91,7 +109,7 @@ function describeTime(minute: string, hour: string): string {
   return `at minute ${minute}, hour ${hour}`;
 }
 
-/** A cron expression in words, e.g. "at 09:00 on weekdays"; the raw expression when it is not understood. */
+/** A cron expression in words, e.g. "at 09:00 on weekdays"; the raw expression when any field is not understood. */
 export function cronInWords(expression: string): string {
   const expr = MACROS[expression.trim().toLowerCase()] ?? expression.trim();
   let fields = expr.split(/\s+/);
@@ -103,6 +121,8 @@ export function cronInWords(expression: string): string {
   if (fields.length !== 5) return expression;
   const [minute, hour, dom, month, dow] = fields as [string, string, string, string, string];
   const parts = [describeTime(minute, hour), describeDom(dom), describeDays(dow), describeMonth(month)];
+  // A field these words do not understand (a typo, a form they do not cover): the expression as written.
+  if (parts.some((p) => p === null)) return expression;
   if (seconds && seconds !== '0') parts.unshift(`at second ${seconds}`);
   return parts.filter(Boolean).join(' ');
 }
@@ -223,13 +243,18 @@ export function scheduleRaw(s: Schedule): string {
   }
 }
 
+/** The named parts of an instant in a zone (the same on every ICU version, unlike its joined form). */
+function partsInZone(d: Date, timeZone: string, opts: Intl.DateTimeFormatOptions): Record<string, string> {
+  const parts = new Intl.DateTimeFormat('en-GB', { timeZone, hourCycle: 'h23', ...opts }).formatToParts(d);
+  return Object.fromEntries(parts.map((p) => [p.type, p.value]));
+}
+
 /** "Mon 7 Dec 2026, 09:00:00" in a zone (24-hour clock, no ambiguity about the year). */
 export function formatInZone(iso: string, timeZone: string, withSeconds = true): string {
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return iso;
   try {
-    return new Intl.DateTimeFormat('en-GB', {
-      timeZone,
+    const p = partsInZone(d, timeZone, {
       weekday: 'short',
       day: 'numeric',
       month: 'short',
@@ -237,8 +262,9 @@ export function formatInZone(iso: string, timeZone: string, withSeconds = true):
       hour: '2-digit',
       minute: '2-digit',
       ...(withSeconds ? { second: '2-digit' } : {}),
-      hourCycle: 'h23',
-    }).format(d);
+    });
+    const time = `${p.hour}:${p.minute}${withSeconds ? `:${p.second}` : ''}`;
+    return `${p.weekday} ${p.day} ${p.month} ${p.year}, ${time}`;
   } catch {
     return d.toISOString();
   }
@@ -247,16 +273,17 @@ export function formatInZone(iso: string, timeZone: string, withSeconds = true):
 /** "Thu 04:00" in a zone: the weekday tells when the other zone's date differs. */
 export function shortInZone(iso: string, timeZone: string): string {
   try {
-    return new Intl.DateTimeFormat('en-GB', {
-      timeZone,
-      weekday: 'short',
-      hour: '2-digit',
-      minute: '2-digit',
-      hourCycle: 'h23',
-    }).format(new Date(iso));
+    const p = partsInZone(new Date(iso), timeZone, { weekday: 'short', hour: '2-digit', minute: '2-digit' });
+    return `${p.weekday} ${p.hour}:${p.minute}`;
   } catch {
     return iso;
   }
+}
+
+/** An instant for prose ("Thu 3 Dec 2026, 09:48:50 America/New_York"): never a raw ISO string. */
+export function instantInWords(iso: string, timeZone: string): string {
+  const text = formatInZone(iso, timeZone);
+  return text === iso ? iso : `${text} ${timeZone}`;
 }
 
 /** The viewer's own zone. */

@@ -76,6 +76,8 @@ const STATUS_CLASS: Record<string, string> = {
   COALESCED: 'warn',
   DEFERRED: 'warn',
   DEAD_LETTERED: 'bad',
+  LATE: 'warn',
+  MISSED: 'bad',
 };
 
 /** A status as a coloured word (never colour alone: the word is always there). */
@@ -166,5 +168,50 @@ export function Notice(props: { text: string | null; kind?: 'ok' | 'bad' }) {
     <p class={`notice ${props.kind ?? 'ok'}`} role="status">
       {props.text}
     </p>
+  );
+}
+
+/** Puts text on the clipboard; falls back to a selected textarea where the Clipboard API is unavailable (plain http). */
+async function copyText(text: string): Promise<void> {
+  if (navigator.clipboard && window.isSecureContext) return navigator.clipboard.writeText(text);
+  const area = document.createElement('textarea');
+  area.value = text;
+  area.setAttribute('readonly', '');
+  area.style.position = 'fixed';
+  area.style.opacity = '0';
+  document.body.appendChild(area);
+  area.select();
+  const ok = document.execCommand('copy');
+  area.remove();
+  if (!ok) throw new Error('the browser refused to copy');
+}
+
+/** A run's trace id, in full (to search a tracing backend for it), with a button that copies it. */
+export function TraceId(props: { id: string | null | undefined }) {
+  const [state, setState] = useState<'idle' | 'copied' | 'failed'>('idle');
+  if (!props.id)
+    return (
+      <span class="muted" title="this fire was not traced, or its fire log row was purged">
+        —
+      </span>
+    );
+  const id = props.id;
+  return (
+    <span class="trace-id">
+      <code>{id}</code>{' '}
+      <button
+        type="button"
+        class="copy"
+        aria-label={`Copy trace id ${id}`}
+        onClick={() =>
+          copyText(id).then(
+            () => setState('copied'),
+            () => setState('failed'),
+          )
+        }
+      >
+        {state === 'copied' ? 'Copied' : state === 'failed' ? 'Copy failed' : 'Copy'}
+      </button>
+    </span>
   );
 }

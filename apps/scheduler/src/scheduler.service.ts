@@ -22,18 +22,23 @@ import { LazyKafkaAdmin, openMessaging, type Messaging } from '@tickwork/runtime
 import {
   FireLoop,
   FirePublisher,
+  PauseSweep,
   releaseThrough,
   ShardOwnership,
   SharedDueProbe,
+  SloSweeper,
+  deadManSample,
   type FireLoopEvents,
 } from '@tickwork/scheduling';
 import {
+  BulkRepository,
   ClusterStatsRepository,
   FireRepository,
   HistoryRepository,
   isSessionLoss,
   JobRepository,
   ShardLeaseRepository,
+  SloRepository,
   type ClaimedFire,
   type ClaimPlanner,
   type ClaimRequest,
@@ -52,6 +57,7 @@ import {
   METRICS,
   Readiness,
   SchedulerMetrics,
+  SloMetrics,
   spanContextOf,
   SpanKind,
   type Logger as PinoLogger,
@@ -59,6 +65,9 @@ import {
   type Telemetry,
 } from '@tickwork/telemetry';
 import { ClusterSampler } from './cluster-sampler';
+
+/** How often the scheduler resumes jobs whose pause-until has come: a pause ends at most this late. */
+const PAUSE_SWEEP_EVERY_MS = 1_000;
 
 /** The store's fire repository, observed: each claim's skips and parked jobs feed the metrics. */
 class MeteredFireRepository extends FireRepository {
@@ -94,6 +103,8 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
   /** Kafka admin for the readiness probe and the lag sampler. */
   private readonly admin = new LazyKafkaAdmin(() => this.messaging?.bus);
   private sampler: ClusterSampler | undefined;
+  private pauseSweep: PauseSweep | undefined;
+  private sloSweeper: SloSweeper | undefined;
   private readonly metrics: SchedulerMetrics;
   /** Fire lines (debug) go to pino directly, so their fields are built only when enabled. */
   private readonly fireLog: PinoLogger;
@@ -215,6 +226,19 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
     );
     await this.joinGroup();
     for (const loop of this.loops) loop.start();
+    const bulk = new BulkRepository(this.pool);
+    this.pauseSweep = new PauseSweep({
+      everyMs: PAUSE_SWEEP_EVERY_MS,
+      batchSize: 500,
+      shards: () => ownership.claimable().map((s) => s.shard),
+      resume: async (shards, limit) => (await bulk.resumeExpiredPauses(shards, limit, c.instanceId)).length,
+      onResumed: (n) => this.log.log(`resumed ${n} job(s) whose pause-until has come`),
+      onError: (e) => {
+        this.metrics.error('pause-sweep');
+        this.log.warn(`resuming jobs whose pause-until has come failed (retried): ${e.message}`);
+      },
+    });
+    this.pauseSweep.start();
     this.sampler = new ClusterSampler(
       new ClusterStatsRepository(this.pool),
       () => this.admin.get(),
@@ -235,7 +259,56 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
       },
     );
     this.sampler.start();
+    this.sloSweeper = this.startSloSweeper(ownership);
     this.log.log(`scheduler ${c.instanceId} started (group ${c.scheduler.groupId}, ${c.shardCount} shards)`);
+  }
+
+  /** The fire SLO sweep over the held shards: LATE / MISSED into the ledger, and their metrics. */
+  private startSloSweeper(ownership: ShardOwnership): SloSweeper {
+    const c = this.config;
+    const slo = new SloMetrics(this.telemetry.tenants);
+    const sweeper = new SloSweeper(
+      new SloRepository(this.pool),
+      ownership,
+      {
+        owner: c.instanceId,
+        defaults: { toleranceMs: c.slo.toleranceMs, missedAfterMs: c.slo.missedAfterMs },
+        sweepMs: c.slo.sweepMs,
+        // Fires claimed ahead (lookahead) are not due before then; a sweep period lets runs start.
+        settleMs: c.scheduler.lookaheadMs + c.slo.sweepMs,
+        batchLimit: 500,
+        maxFiresPerSweep: 5_000,
+        maxMetricJobs: c.slo.maxMetricJobs,
+      },
+      {
+        onSwept: (_shard, r) => {
+          if (r.onTime.length === 0 && r.recorded.length === 0) return;
+          slo.judged([
+            ...r.onTime.map((o) => ({ ...o, result: 'ON_TIME' as const })),
+            ...r.recorded.map((v) => ({
+              tenantId: v.tenantId,
+              jobId: v.jobId,
+              sloMetrics: v.sloMetrics,
+              result: v.reason,
+            })),
+          ]);
+          for (const v of r.recorded)
+            this.log.debug(
+              `occurrence ${v.reason} for job ${v.jobId}${v.latenessMs !== null ? ` (${v.latenessMs} ms late)` : ''}`,
+            );
+        },
+        onMetricJobs: (jobs, now) =>
+          slo.jobsSampled(
+            jobs.map((j) => ({ tenantId: j.tenantId, jobId: j.jobId, ...deadManSample(j, now) })),
+          ),
+        onError: (e) => {
+          this.metrics.error('slo-sweeper');
+          this.log.warn(`fire SLO sweep: ${e.message}`);
+        },
+      },
+    );
+    sweeper.start();
+    return sweeper;
   }
 
   /** What the fire loops report: metrics for all of it, logs for what a person should see. */
@@ -474,7 +547,9 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
 
   async beforeApplicationShutdown(): Promise<void> {
     this.stopped = true;
+    await this.pauseSweep?.stop();
     await this.sampler?.stop();
+    await this.sloSweeper?.stop();
     await Promise.all(this.loops.map((l) => l.stop()));
     await this.consumer?.stop().catch(() => undefined);
     await this.ownership?.stop().catch(() => undefined);

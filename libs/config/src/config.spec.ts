@@ -61,6 +61,21 @@ describe('loadConfig', () => {
     );
   });
 
+  it('reads the fire SLO defaults, and refuses a missed-after shorter than the tolerance', () => {
+    expect(loadConfig({}).slo).toEqual({
+      toleranceMs: 60_000,
+      missedAfterMs: 86_400_000,
+      sweepMs: 5_000,
+      maxMetricJobs: 1_000,
+    });
+    expect(loadConfig({ TICKWORK_SLO_TOLERANCE_MS: '0' }).slo.toleranceMs).toBe(0);
+    expect(() => loadConfig({ TICKWORK_SLO_TOLERANCE_MS: '-1' })).toThrow(/TICKWORK_SLO_TOLERANCE_MS="-1"/);
+    expect(() => loadConfig({ TICKWORK_SLO_SWEEP_MS: 'soon' })).toThrow(/TICKWORK_SLO_SWEEP_MS="soon"/);
+    expect(() =>
+      loadConfig({ TICKWORK_SLO_TOLERANCE_MS: '7200000', TICKWORK_SLO_MISSED_AFTER_MS: '3600000' }),
+    ).toThrow(/TICKWORK_SLO_MISSED_AFTER_MS must be at least TICKWORK_SLO_TOLERANCE_MS/);
+  });
+
   it('keeps a payload small enough for its fire event to fit in a Kafka message', () => {
     expect(loadConfig({ TICKWORK_MAX_PAYLOAD_BYTES: '786432' }).api.maxPayloadBytes).toBe(786_432);
     expect(() => loadConfig({ TICKWORK_MAX_PAYLOAD_BYTES: '1048576' })).toThrow(

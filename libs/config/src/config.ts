@@ -103,6 +103,17 @@ export interface TickworkConfig {
     readonly runPurgeIntervalMs: number;
     readonly runPurgeBatchSize: number;
   };
+  /** Fire SLOs (LATE / MISSED in the occurrence ledger), judged by the scheduler owning each shard. */
+  readonly slo: {
+    /** Tolerance of a job without its own `tolerance_ms`: started later than this after its nominal time is LATE. */
+    readonly toleranceMs: number;
+    /** An occurrence not started by its next occurrence, and at most this long after its nominal time, is MISSED. */
+    readonly missedAfterMs: number;
+    /** How often a scheduler judges the occurrences of the shards it holds. */
+    readonly sweepMs: number;
+    /** Most opted-in jobs (policies.slo_metrics) a scheduler exports per-job series for. */
+    readonly maxMetricJobs: number;
+  };
   readonly http: { readonly schedulerPort: number; readonly executorPort: number };
 }
 
@@ -215,6 +226,12 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       runPurgeIntervalMs: duration(r, 'TICKWORK_RUN_PURGE_INTERVAL', '1m', 0),
       runPurgeBatchSize: r.int('TICKWORK_RUN_PURGE_BATCH', 1_000, 1, 100_000),
     },
+    slo: {
+      toleranceMs: r.int('TICKWORK_SLO_TOLERANCE_MS', 60_000, 0, 366 * 86_400_000),
+      missedAfterMs: r.int('TICKWORK_SLO_MISSED_AFTER_MS', 86_400_000, 1_000, 366 * 86_400_000),
+      sweepMs: r.int('TICKWORK_SLO_SWEEP_MS', 5_000, 100, 600_000),
+      maxMetricJobs: r.int('TICKWORK_SLO_METRICS_MAX_JOBS', 1_000, 0, 100_000),
+    },
     http: {
       schedulerPort: r.int('TICKWORK_SCHEDULER_PORT', 3001, 0, 65_535),
       executorPort: r.int('TICKWORK_EXECUTOR_PORT', 3002, 0, 65_535),
@@ -227,6 +244,11 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
   }
   if (config.executor.heartbeatMs >= config.executor.runLeaseMs) {
     r.problem('TICKWORK_RUN_HEARTBEAT_MS must be shorter than TICKWORK_RUN_LEASE_MS');
+  }
+  if (config.slo.missedAfterMs < config.slo.toleranceMs) {
+    r.problem(
+      'TICKWORK_SLO_MISSED_AFTER_MS must be at least TICKWORK_SLO_TOLERANCE_MS (an occurrence is LATE before it is MISSED)',
+    );
   }
   if (r.problems.length > 0) throw new ConfigError(r.problems);
   return deepFreeze(config);

@@ -12,4 +12,7 @@ export * from './instant';
 export * from './job-wire';
 export * from './schedule';
 export * from './claim-planner';
+export * from './edit-preview';
 export * from './quota';
+export * from './bulk-action';
+export * from './fire-slo';

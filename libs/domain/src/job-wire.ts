@@ -247,7 +247,11 @@ function parsePolicies(
   root: FieldReader,
 ): JobPolicies | undefined {
   const p = root.object(raw, 'policies', false) ?? {};
-  root.noUnknownKeys(p, ['retry', 'misfire', 'catch_up_window_ms', 'overlap', 'jitter_ms'], 'policies');
+  root.noUnknownKeys(
+    p,
+    ['retry', 'misfire', 'catch_up_window_ms', 'overlap', 'jitter_ms', 'tolerance_ms', 'slo_metrics'],
+    'policies',
+  );
   const retry = parseRetry(p.retry, r);
   const misfire = r.oneOf(p.misfire, 'misfire', MISFIRE_POLICIES, 'FIRE_ONCE');
   const overlap = r.oneOf(p.overlap, 'overlap', OVERLAP_POLICIES, 'ALLOW');
@@ -256,9 +260,31 @@ function parsePolicies(
     p.catch_up_window_ms === undefined || p.catch_up_window_ms === null
       ? null
       : r.integer(p.catch_up_window_ms, 'catch_up_window_ms', { min: 0, max: MAX_POLICY_DURATION_MS });
+  const toleranceMs =
+    p.tolerance_ms === undefined || p.tolerance_ms === null
+      ? null
+      : r.integer(p.tolerance_ms, 'tolerance_ms', { min: 0, max: MAX_POLICY_DURATION_MS });
+  const sloMetrics = r.boolean(p.slo_metrics, 'slo_metrics', false);
   root.adopt(r);
-  if (!retry || !misfire || !overlap || jitterMs === undefined || window === undefined) return undefined;
-  return { retry, misfire, overlap, jitterMs, catchUpWindowMs: window };
+  if (
+    !retry ||
+    !misfire ||
+    !overlap ||
+    jitterMs === undefined ||
+    window === undefined ||
+    toleranceMs === undefined ||
+    sloMetrics === undefined
+  )
+    return undefined;
+  return {
+    retry,
+    misfire,
+    overlap,
+    jitterMs,
+    catchUpWindowMs: window,
+    ...(toleranceMs !== null ? { toleranceMs } : {}),
+    ...(sloMetrics ? { sloMetrics } : {}),
+  };
 }
 
 function parseRetry(raw: unknown, policies: FieldReader): RetryPolicy | undefined {
@@ -506,6 +532,9 @@ export function policiesToWire(p: JobPolicies): Record<string, JsonValue> {
     catch_up_window_ms: p.catchUpWindowMs,
     overlap: p.overlap,
     jitter_ms: p.jitterMs,
+    // Written only when set, so jobs that leave the SLO to the deployment read as before.
+    ...(typeof p.toleranceMs === 'number' ? { tolerance_ms: p.toleranceMs } : {}),
+    ...(p.sloMetrics ? { slo_metrics: true } : {}),
   };
 }
 
@@ -524,6 +553,8 @@ export function policiesFromWire(w: Record<string, unknown>): JobPolicies {
     catchUpWindowMs: (w.catch_up_window_ms ?? null) as number | null,
     overlap: (w.overlap ?? 'ALLOW') as JobPolicies['overlap'],
     jitterMs: (w.jitter_ms ?? 0) as number,
+    ...(typeof w.tolerance_ms === 'number' ? { toleranceMs: w.tolerance_ms } : {}),
+    ...(w.slo_metrics === true ? { sloMetrics: true } : {}),
   };
 }
 

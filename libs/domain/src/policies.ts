@@ -23,6 +23,13 @@ export interface JobPolicies {
   readonly overlap: OverlapPolicy;
   /** Each fire is spread deterministically within [nominal, nominal + jitterMs). */
   readonly jitterMs: number;
+  /**
+   * Fire SLO: an occurrence whose run starts more than this after its nominal time is LATE in the
+   * ledger. Null or absent: the deployment's default (TICKWORK_SLO_TOLERANCE_MS) at judging time.
+   */
+  readonly toleranceMs?: number | null;
+  /** Opt-in to per-job SLO metrics (series labelled with the job id); absent = false (per tenant only). */
+  readonly sloMetrics?: boolean;
 }
 
 /** Longest accepted retry backoff (initial or max): 7 days. */

@@ -30,4 +30,9 @@ export interface Run {
   readonly finishedAt: Date | null;
   readonly httpStatus: number | null;
   readonly error: string | null;
+  /**
+   * The job version (its etag's counter) the fire was claimed under: a job's history survives its
+   * edits. Null for runs recorded before versions were; absent where a run is built in memory.
+   */
+  readonly jobVersion?: number | null;
 }

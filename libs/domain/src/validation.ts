@@ -110,6 +110,16 @@ export class FieldReader {
     return raw;
   }
 
+  /** A boolean; absent or null gives `fallback`. */
+  boolean(raw: unknown, field: string, fallback: boolean): boolean | undefined {
+    if (raw === undefined || raw === null) return fallback;
+    if (typeof raw !== 'boolean') {
+      this.fail(field, 'must be true or false');
+      return undefined;
+    }
+    return raw;
+  }
+
   number(raw: unknown, field: string, opts: { min?: number; max?: number } = {}): number | undefined {
     if (raw === undefined || raw === null) return undefined;
     if (typeof raw !== 'number' || !Number.isFinite(raw)) {

@@ -576,6 +576,23 @@ describe('PartitionFlow', () => {
       expect(flow.settling).toBe(false);
     });
 
+    it('does not settle an assignment that follows another (an ordinary rebalance)', async () => {
+      const proc = new GroupingProcessor();
+      const flow = new PartitionFlow(new Control(), new Slots(10), proc, {}, { backlogSettleMs: 60_000 });
+      flow.onAssignment(new Map([['fires', [0]]]));
+      flow.expectBacklog(new Map([['fires', []]]));
+      expect(flow.settling).toBe(false);
+      flow.onAssignment(new Map([['fires', [0, 1]]]));
+      expect(flow.settling).toBe(false);
+      await flow.onBatch(batchOf('fires', 1, [5], overdue(Date.now() - 30_000)).batch);
+      await tick();
+      expect(proc.started).toEqual(['5']);
+      // After the consumer lost the group (an empty assignment), the next one settles again.
+      flow.onAssignment(new Map());
+      flow.onAssignment(new Map([['fires', [0, 1]]]));
+      expect(flow.settling).toBe(true);
+    });
+
     it('without a settle time, a backlog starts as it comes', async () => {
       const proc = new GroupingProcessor();
       const flow = new PartitionFlow(new Control(), new Slots(10), proc);

@@ -358,13 +358,17 @@ export class PartitionFlow {
   onAssignment(assignment: ReadonlyMap<string, readonly number[]>): void {
     const keys = new Set<string>();
     for (const [topic, partitions] of assignment) for (const p of partitions) keys.add(keyOf(topic, p));
-    // A new assignment's backlog starts in due order across its partitions: the partitions'
+    // An assignment's backlog starts in due order across its partitions: the partitions'
     // first batches come one fetch or more apart (after a broker restart, seconds apart while
     // their leaders come back), and the first to come would otherwise go out whole before the
     // others' older fires. Overdue batches wait for the partitions `expectBacklog` names (or
     // the settle time); fires on time do not wait.
+    // Only an assignment that starts from nothing settles (the first, or the one after the consumer
+    // lost the group, as in a broker restart): a member that keeps partitions through an ordinary
+    // rebalance (a rolling deploy, a member's death) goes on without waiting.
+    const fromNothing = this.assigned === null || this.assigned.size === 0;
     this.endSettle();
-    if (this.backlogSettleMs > 0 && keys.size > 0 && !this.stopping) {
+    if (this.backlogSettleMs > 0 && fromNothing && keys.size > 0 && !this.stopping) {
       const timer = setTimeout(() => this.endSettle(), this.backlogSettleMs);
       timer.unref?.();
       this.settle = { pending: null, heard: new Set(), held: new Set(), timer };

@@ -2,11 +2,12 @@
  * What happened to jobs, for the admin API: runs, the occurrence ledger, dead letters, and the
  * replay of a dead letter as a new fire. Tenancy and audit as in JobService.
  */
-import { fireIdOf, JOB_ID_PATTERN, ValidationError, type FireEvent, type Run } from '@tickwork/domain';
+import { fireIdOf, JOB_ID_PATTERN, ValidationError, type FireEvent } from '@tickwork/domain';
 import type {
   DeadLetterEntry,
   HistoryRepository,
   JobRepository,
+  LedgerRun,
   MutationMeta,
   OccurrenceEntry,
 } from '@tickwork/store';
@@ -43,7 +44,11 @@ export class JobHistoryService {
   ) {}
 
   /** A job's runs, newest first. */
-  async listRuns(caller: Caller, jobId: string, page: Page): Promise<{ runs: Run[]; nextPageToken: string }> {
+  async listRuns(
+    caller: Caller,
+    jobId: string,
+    page: Page,
+  ): Promise<{ runs: LedgerRun[]; nextPageToken: string }> {
     checkJobId(jobId);
     visibleJob(caller, jobId, await this.jobs.findJob(jobId));
     const limit = pageSize(page.pageSize);
@@ -64,12 +69,12 @@ export class JobHistoryService {
   }
 
   /** The last run of each job of a page the caller was already allowed to list. */
-  async lastRuns(jobIds: readonly string[]): Promise<Map<string, Run>> {
+  async lastRuns(jobIds: readonly string[]): Promise<Map<string, LedgerRun>> {
     return this.history.lastRuns(jobIds);
   }
 
   /** One run of a job the caller may see. */
-  async getRun(caller: Caller, jobId: string, fenceToken: number): Promise<Run> {
+  async getRun(caller: Caller, jobId: string, fenceToken: number): Promise<LedgerRun> {
     checkJobId(jobId);
     visibleJob(caller, jobId, await this.jobs.findJob(jobId));
     if (!Number.isSafeInteger(fenceToken) || fenceToken < 1)
@@ -182,17 +187,23 @@ export class JobHistoryService {
         );
       }
       const original = dead.event;
-      const fire = await tx.recordFire('REPLAY', `replay:${caller.actor}`, (newToken, now) => ({
-        jobId,
-        tenantId: job.tenantId,
-        fenceToken: newToken,
-        fireId: fireIdOf({ jobId, fenceToken: newToken }),
-        scheduledFor: now,
-        nominalTime: dead.run.nominalTime,
-        attempt: 1,
-        target: original?.target ?? job.target,
-        payload: original ? original.payload : job.payload,
-      }));
+      const fire = await tx.recordFire(
+        'REPLAY',
+        `replay:${caller.actor}`,
+        (newToken, now) => ({
+          jobId,
+          tenantId: job.tenantId,
+          fenceToken: newToken,
+          fireId: fireIdOf({ jobId, fenceToken: newToken }),
+          scheduledFor: now,
+          nominalTime: dead.run.nominalTime,
+          attempt: 1,
+          target: original?.target ?? job.target,
+          payload: original ? original.payload : job.payload,
+        }),
+        // The replay repeats the original fire's target and payload: it ran under that fire's version.
+        original ? dead.run.jobVersion : undefined,
+      );
       await tx.markReplayed(fenceToken, fire.fenceToken, caller.actor);
       tx.note({ replayed_fire_id: fireId });
       return fire;

@@ -7,6 +7,7 @@ export {
   type JobServiceOptions,
   type JobListRequest,
   type UpdatableField,
+  type UpdatePreview,
 } from './job-service';
 export { JobHistoryService, parseFireId, type Page } from './history-service';
 export {
@@ -60,3 +61,10 @@ export {
   type LagSource,
   type ShardView,
 } from './insight-service';
+export {
+  BulkActionService,
+  BULK_SAMPLE_SIZE,
+  DEFAULT_BULK_WINDOW,
+  decide as decideBulkWindow,
+  type BulkActionResult,
+} from './bulk-service';

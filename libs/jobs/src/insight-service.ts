@@ -51,13 +51,21 @@ export const LATENESS_WINDOWS = {
   day: { ms: 86_400_000, buckets: 24 },
 } as const;
 
+/** How long a reading of the consumer lag is shown again: the console polls the cluster every 5 s. */
+export const CONSUMER_LAG_TTL_MS = 2_000;
+
 export class InsightService {
+  /** The last consumer lag reading (or the one in progress), shared by the cluster views within its TTL. */
+  private lagReading: { at: number; lag: Promise<ConsumerLag[]> } | undefined;
+
   constructor(
     private readonly insight: InsightRepository,
     private readonly stats: ClusterStatsRepository,
     private readonly jobs: JobRepository,
     private readonly lag: LagSource,
     private readonly shardCount: number,
+    private readonly now: () => number = Date.now,
+    private readonly lagTtlMs = CONSUMER_LAG_TTL_MS,
   ) {}
 
   /** Shards with owners, epochs, backlog and outbox; executors in flight; consumer lag. Admins only. */
@@ -68,7 +76,7 @@ export class InsightService {
       this.stats.dueBacklog(this.shardCount),
       this.stats.outbox(this.shardCount),
       this.insight.inFlight(),
-      Promise.all(this.lag.groups.map((g) => this.consumerLag(g.group, g.topic))),
+      this.consumerLagReading(),
     ]);
     const leaseOf = new Map(leases.map((l) => [l.shard, l]));
     const shards = backlog.map((b, i) => {
@@ -105,6 +113,20 @@ export class InsightService {
     const w = LATENESS_WINDOWS[window];
     const report = await this.insight.lateness({ jobId, tenantId }, w.ms, w.buckets);
     return { ...report, window };
+  }
+
+  /**
+   * Every group's lag, read from Kafka at most once per TTL: several admins' consoles polling the
+   * cluster page (or one console's polls) share one round of offset requests, and a slow broker
+   * costs one page load, not each. A reading never fails (a group's error is in its row).
+   */
+  private consumerLagReading(): Promise<ConsumerLag[]> {
+    const now = this.now();
+    const last = this.lagReading;
+    if (last && now - last.at < this.lagTtlMs) return last.lag;
+    const lag = Promise.all(this.lag.groups.map((g) => this.consumerLag(g.group, g.topic)));
+    this.lagReading = { at: now, lag };
+    return lag;
   }
 
   private async consumerLag(group: string, topic: string): Promise<ConsumerLag> {

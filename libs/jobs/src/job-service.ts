@@ -7,8 +7,12 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { TenantQuotas } from '@tickwork/config';
 import {
+  DEFAULT_EDIT_PREVIEW_OCCURRENCES,
   fireIdOf,
   firstOccurrenceAtOrAfter,
+  MAX_EDIT_PREVIEW_OCCURRENCES,
+  previewEdit,
+  stateAfterEdit,
   JOB_ID_PATTERN,
   JOB_STATUSES,
   jobToWire,
@@ -18,6 +22,7 @@ import {
   shardOf,
   unstorableTextProblem,
   ValidationError,
+  type EditImpact,
   type FireEvent,
   type Job,
   type JobDefinition,
@@ -25,7 +30,6 @@ import {
   type JobStatus,
   type JsonValue,
   type PlannedOccurrence,
-  type Run,
 } from '@tickwork/domain';
 import {
   DuplicateCommandError,
@@ -34,6 +38,7 @@ import {
   type JobRepository,
   type AuditEntry,
   type JobTransaction,
+  type LedgerRun,
   type MutationMeta,
 } from '@tickwork/store';
 import { tenantScope, visibleJob, type Caller } from './caller';
@@ -56,6 +61,11 @@ export interface JobServiceOptions {
   readonly herdJitterMs: number;
   /** A tenant's quotas (the tenant registry's quotasFor); unlimited when absent. */
   readonly quotas?: (tenantId: string) => TenantQuotas;
+  /**
+   * The scheduler's claim settings (its TICKWORK_MAX_CATCH_UP, TICKWORK_LOOKAHEAD_MS), so an edit
+   * preview plans due occurrences as the scheduler will. Default: max_catch_up 100, no lookahead.
+   */
+  readonly claimPlan?: { readonly maxCatchUp: number; readonly lookaheadMs?: number };
   /** The clock used for defaults such as an interval's anchor; due-ness uses the database clock. */
   readonly now?: () => Date;
 }
@@ -71,6 +81,16 @@ export const LIST_JOBS_PAGE_MAX_BYTES = 1024 * 1024;
 /** Top-level fields of a job that UpdateJob may replace. */
 export const UPDATABLE_FIELDS = ['schedule', 'target', 'payload', 'policies', 'labels'] as const;
 export type UpdatableField = (typeof UPDATABLE_FIELDS)[number];
+
+/** A dry-run update: the job now, as the edit would leave it, and the edit's impact. */
+export interface UpdatePreview {
+  readonly current: Job;
+  /** The job as the update would store it (version: the one it would get); not stored. */
+  readonly edited: Job;
+  readonly impact: EditImpact;
+  /** Occurrences listed per side. */
+  readonly count: number;
+}
 
 export interface JobListRequest {
   readonly tenantId?: string;
@@ -181,7 +201,7 @@ export class JobService {
     caller: Caller,
     jobId: string,
     opts: { runs?: number } = {},
-  ): Promise<{ job: Job; recentRuns: Run[] }> {
+  ): Promise<{ job: Job; recentRuns: LedgerRun[] }> {
     checkJobId(jobId);
     const job = visibleJob(caller, jobId, await this.jobs.findJob(jobId));
     const recentRuns = await this.history.listRuns(jobId, opts.runs ?? 1);
@@ -269,32 +289,76 @@ export class JobService {
       { details: { update_mask: [...mask] } },
       (meta) => {
         checkJobId(jobId);
-        if (mask.length === 0)
-          throw new ValidationError([
-            { field: 'update_mask', message: `must name at least one of ${UPDATABLE_FIELDS.join(', ')}` },
-          ]);
-        const bad = mask
-          .map((p, i) => [p, i] as const)
-          .filter(([p]) => !(UPDATABLE_FIELDS as readonly string[]).includes(p));
-        if (bad.length > 0)
-          throw new ValidationError(
-            bad.map(([p, i]) => ({
-              field: `update_mask.paths[${i}]`,
-              message: `${JSON.stringify(p)} is not one of ${UPDATABLE_FIELDS.join(', ')}`,
-            })),
-          );
+        checkMask(mask);
         const expected = etag ? versionOfEtag(etag) : undefined;
         return this.jobs.mutate(jobId, meta, async (found, tx) => {
           const job = visibleJob(caller, jobId, found);
           checkVersion(job, expected);
-          const merged: Record<string, unknown> = { ...definitionWire(job) };
-          for (const field of mask) merged[field] = patch[field];
-          if (mask.includes('target'))
-            merged.target = this.withSecretsRestored({ target: merged.target }, job).target;
-          return this.replace(tx, job, this.parse(merged, job.tenantId));
+          return this.replace(tx, job, this.mergedDefinition(job, patch, mask));
         });
       },
     );
+  }
+
+  /**
+   * A dry run of updateJob: the same checks (mask, fields, tenancy, etag), and what the edit would do
+   * to the job's occurrences (see previewEdit), with nothing written, not even an audit row.
+   * `count` (1..MAX_EDIT_PREVIEW_OCCURRENCES, default 10) bounds each list.
+   */
+  async previewUpdateJob(
+    caller: Caller,
+    jobId: string,
+    patch: Record<string, unknown>,
+    mask: readonly string[],
+    opts: { etag?: string; count?: number; countField?: string } = {},
+  ): Promise<UpdatePreview> {
+    checkJobId(jobId);
+    checkMask(mask);
+    const count = opts.count ?? DEFAULT_EDIT_PREVIEW_OCCURRENCES;
+    if (!Number.isInteger(count) || count < 1 || count > MAX_EDIT_PREVIEW_OCCURRENCES)
+      throw new ValidationError([
+        {
+          field: opts.countField ?? 'dry_run_count',
+          message: `must be an integer from 1 to ${MAX_EDIT_PREVIEW_OCCURRENCES}`,
+        },
+      ]);
+    const expected = opts.etag ? versionOfEtag(opts.etag) : undefined;
+    const job = visibleJob(caller, jobId, await this.jobs.findJob(jobId));
+    checkVersion(job, expected);
+    const definition = this.mergedDefinition(job, patch, mask);
+    const claimed = await this.history.listClaimedAhead(jobId, MAX_EDIT_PREVIEW_OCCURRENCES);
+    const now = this.now();
+    const impact = previewEdit(job, definition, now, {
+      ...this.opts.claimPlan,
+      maxCatchUp: this.opts.claimPlan?.maxCatchUp ?? 100,
+      herdJitterMs: this.opts.herdJitterMs,
+      count,
+      claimed,
+    });
+    const state = stateAfterEdit(job, definition, now, this.opts.herdJitterMs);
+    const edited: Job = {
+      ...job,
+      ...definition,
+      version: job.version + 1,
+      ...(state === 'keep'
+        ? {}
+        : {
+            status: state.status,
+            nextRunAt: state.next?.scheduledFor ?? null,
+            nextNominalAt: state.next?.nominalTime ?? null,
+            nextDstShiftMs: state.next?.dstShiftMs ?? 0,
+          }),
+    };
+    return { current: job, edited, impact, count };
+  }
+
+  /** The stored definition with the masked fields replaced from `patch` (secrets restored), validated. */
+  private mergedDefinition(job: Job, patch: Record<string, unknown>, mask: readonly string[]): JobDefinition {
+    const merged: Record<string, unknown> = { ...definitionWire(job) };
+    for (const field of mask) merged[field] = patch[field];
+    if (mask.includes('target'))
+      merged.target = this.withSecretsRestored({ target: merged.target }, job).target;
+    return this.parse(merged, job.tenantId);
   }
 
   /** Creates the job, or replaces its whole definition (Kafka UPSERT); `expectedVersion` guards a replace. */
@@ -509,18 +573,11 @@ export class JobService {
     return tx.insert({ definition, shard: shardOf(definition.jobId, this.opts.shardCount), next });
   }
 
-  /** Replaces a job's definition, recomputing the next occurrence only when its timing changed. */
+  /** Replaces a job's definition, recomputing the next occurrence only when its timing changed (stateAfterEdit). */
   private async replace(tx: JobTransaction, job: Job, definition: JobDefinition): Promise<Job> {
-    const before = definitionWire(job);
-    const timingChanged =
-      JSON.stringify(before.schedule) !==
-        JSON.stringify(jobToWire({ ...job, schedule: definition.schedule }).schedule) ||
-      job.policies.jitterMs !== definition.policies.jitterMs;
-    if (!timingChanged && job.status !== 'COMPLETED')
-      return tx.replaceDefinition(definition, job.status, 'keep');
-    const next = this.firstOccurrence({ ...job, ...definition });
-    const status: JobStatus = !next ? 'COMPLETED' : job.status === 'PAUSED' ? 'PAUSED' : 'SCHEDULED';
-    return tx.replaceDefinition(definition, status, next);
+    const state = stateAfterEdit(job, definition, this.now(), this.opts.herdJitterMs);
+    if (state === 'keep') return tx.replaceDefinition(definition, job.status, 'keep');
+    return tx.replaceDefinition(definition, state.status, state.next);
   }
 
   private firstOccurrence(
@@ -584,6 +641,24 @@ function checkJobId(jobId: string): void {
     throw new ValidationError([
       { field: 'job_id', message: 'must be 1-128 characters of letters, digits, . _ : -' },
     ]);
+}
+
+/** A non-empty update mask of updatable fields; INVALID_ARGUMENT naming each bad path. */
+function checkMask(mask: readonly string[]): void {
+  if (mask.length === 0)
+    throw new ValidationError([
+      { field: 'update_mask', message: `must name at least one of ${UPDATABLE_FIELDS.join(', ')}` },
+    ]);
+  const bad = mask
+    .map((p, i) => [p, i] as const)
+    .filter(([p]) => !(UPDATABLE_FIELDS as readonly string[]).includes(p));
+  if (bad.length > 0)
+    throw new ValidationError(
+      bad.map(([p, i]) => ({
+        field: `update_mask.paths[${i}]`,
+        message: `${JSON.stringify(p)} is not one of ${UPDATABLE_FIELDS.join(', ')}`,
+      })),
+    );
 }
 
 function checkVersion(job: Job, expected: number | undefined): void {

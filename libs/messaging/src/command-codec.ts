@@ -275,6 +275,9 @@ function jobSpecFromAvro(j: Record<string, unknown>): Record<string, JsonValue> 
       catch_up_window_ms: (p.catch_up_window_ms ?? null) as number | null,
       overlap: p.overlap as string,
       jitter_ms: p.jitter_ms as number,
+      tolerance_ms: (p.tolerance_ms ?? null) as number | null,
+      // false is the schema's default: sent only when set, so the wire form stays as before.
+      slo_metrics: p.slo_metrics === true ? true : undefined,
       retry: r
         ? {
             max_attempts: r.max_attempts as number,
@@ -364,6 +367,8 @@ function jobSpecToAvro(j: Record<string, JsonValue>): Record<string, unknown> {
           catch_up_window_ms: p.catch_up_window_ms ?? null,
           overlap: p.overlap ?? 'ALLOW',
           jitter_ms: p.jitter_ms ?? 0,
+          tolerance_ms: p.tolerance_ms ?? null,
+          slo_metrics: p.slo_metrics === true,
           retry: r
             ? {
                 max_attempts: r.max_attempts ?? 5,

@@ -1,6 +1,7 @@
 export { createPool, ensureDatabase, inTransaction, isSessionLoss, type PoolOptions } from './database';
 export { isTransientDatabaseError } from './transient-error';
 export { migrate, listMigrations, type Migration } from './migrate';
+export { dumpFreshSchema, dumpSchema, normaliseSchemaDump, SCHEMA_DUMP_PATH } from './schema-dump';
 export { JobRepository, JobAlreadyExistsError, type NewJob } from './repositories/job.repository';
 export {
   FireRepository,
@@ -50,6 +51,7 @@ export {
   type DeadLetterEntry,
   type FireTrigger,
 } from './repositories/history.repository';
+export { traceIdOf, type LedgerRun } from './repositories/rows';
 export {
   InsightRepository,
   type ShardLease,
@@ -59,3 +61,20 @@ export {
   type LatenessRow,
   type LatenessReport,
 } from './repositories/insight.repository';
+export {
+  BulkRepository,
+  type BulkCandidate,
+  type BulkJobOutcome,
+  type BulkScope,
+  type BulkWindowChange,
+  type ResumedPause,
+} from './repositories/bulk.repository';
+export {
+  SloRepository,
+  type SloCandidate,
+  type SloJudgement,
+  type SloMetricJob,
+  type SloSweepRequest,
+  type SloSweepResult,
+  type RecordedSloVerdict,
+} from './repositories/slo.repository';

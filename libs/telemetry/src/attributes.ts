@@ -74,4 +74,6 @@ export enum Attr {
   TargetType = 'target_type',
   Result = 'result',
   Component = 'component',
+  /** Only on the series of jobs that opted in to per-job metrics (bounded by configuration). */
+  JobLabel = 'job_id',
 }

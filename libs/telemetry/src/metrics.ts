@@ -56,6 +56,10 @@ export const METRICS = {
   targetDuration: 'tickwork.target.duration_seconds',
   httpServerDuration: 'http.server.request.duration',
   rpcServerDuration: 'rpc.server.call.duration',
+  fireSloVerdicts: 'tickwork.fire.slo_verdicts',
+  jobSloVerdicts: 'tickwork.job.slo_verdicts',
+  jobLastSuccess: 'tickwork.job.last_success_timestamp',
+  jobInterval: 'tickwork.job.interval',
 } as const;
 
 type Kind = 'counter' | 'histogram' | 'gauge';
@@ -92,6 +96,10 @@ const KINDS: Record<keyof typeof METRICS, Kind> = {
   targetDuration: 'histogram',
   httpServerDuration: 'histogram',
   rpcServerDuration: 'histogram',
+  fireSloVerdicts: 'counter',
+  jobSloVerdicts: 'counter',
+  jobLastSuccess: 'gauge',
+  jobInterval: 'gauge',
 };
 
 /** The units of the metrics that have one (the others are counts). */
@@ -104,6 +112,8 @@ const UNITS: Partial<Record<keyof typeof METRICS, string>> = {
   targetDuration: 's',
   httpServerDuration: 's',
   rpcServerDuration: 's',
+  jobLastSuccess: 's',
+  jobInterval: 's',
 };
 
 /** The Prometheus series names of every metric (histograms: _bucket, _sum, _count), with unit suffixes. */
@@ -535,4 +545,88 @@ function countBy(values: readonly string[]): Map<string, number> {
   const out = new Map<string, number>();
   for (const v of values) out.set(v, (out.get(v) ?? 0) + 1);
   return out;
+}
+
+/** A fire SLO verdict, as the scheduler's sweep reports it. */
+export interface SloVerdictRecord {
+  readonly tenantId: string;
+  readonly jobId: string;
+  readonly result: 'ON_TIME' | 'LATE' | 'MISSED';
+  /** The job opted in to per-job series (`slo_metrics`). */
+  readonly sloMetrics: boolean;
+}
+
+/** An opted-in job's dead-man figures, as the sweep last read them. */
+export interface SloJobSample {
+  readonly tenantId: string;
+  readonly jobId: string;
+  /** Epoch seconds of its last successful run (its creation when it never succeeded). */
+  readonly lastSuccessSeconds: number;
+  /** Its nominal interval in seconds; null when it has none (the series is left out). */
+  readonly intervalSeconds: number | null;
+}
+
+/**
+ * Fire SLO instruments (scheduler): verdicts per tenant always (TenantLabels bounds them), and per
+ * job only for jobs that opted in, with the dead-man gauges the "has not succeeded for three of its
+ * intervals" alert reads. The per-job gauges show the jobs of the shards this instance holds now.
+ */
+export class SloMetrics {
+  private readonly m = meter();
+  private readonly verdicts = this.m.createCounter(METRICS.fireSloVerdicts, {
+    description:
+      'Scheduled fires judged against their tolerance, by tenant and result (ON_TIME, LATE, MISSED)',
+    valueType: ValueType.INT,
+  });
+  private readonly jobVerdicts = this.m.createCounter(METRICS.jobSloVerdicts, {
+    description: 'Fire SLO verdicts of the jobs that opted in (policies.slo_metrics), by job',
+    valueType: ValueType.INT,
+  });
+  private samples: readonly SloJobSample[] = [];
+
+  constructor(private readonly tenants: TenantLabels) {
+    this.m
+      .createObservableGauge(METRICS.jobLastSuccess, {
+        description: 'When an opted-in job last ran successfully (its creation time if never), epoch seconds',
+        unit: 's',
+      })
+      .addCallback((r) => {
+        for (const s of this.samples)
+          r.observe(s.lastSuccessSeconds, { [Attr.Tenant]: s.tenantId, [Attr.JobLabel]: s.jobId });
+      });
+    this.m
+      .createObservableGauge(METRICS.jobInterval, {
+        description: "An opted-in job's nominal interval between occurrences, seconds",
+        unit: 's',
+      })
+      .addCallback((r) => {
+        for (const s of this.samples)
+          if (s.intervalSeconds !== null)
+            r.observe(s.intervalSeconds, { [Attr.Tenant]: s.tenantId, [Attr.JobLabel]: s.jobId });
+      });
+  }
+
+  /** Counts verdicts per tenant, and per job for opted-in jobs. */
+  judged(records: readonly SloVerdictRecord[]): void {
+    const perTenant = new Map<string, number>();
+    for (const r of records) {
+      const key = `${this.tenants.label(r.tenantId, 0)}\u0000${r.result}`;
+      perTenant.set(key, (perTenant.get(key) ?? 0) + 1);
+      if (r.sloMetrics)
+        this.jobVerdicts.add(1, {
+          [Attr.Tenant]: r.tenantId,
+          [Attr.JobLabel]: r.jobId,
+          [Attr.Result]: r.result,
+        });
+    }
+    for (const [key, n] of perTenant) {
+      const [tenant, result] = key.split('\u0000') as [string, string];
+      this.verdicts.add(n, { [Attr.Tenant]: tenant, [Attr.Result]: result });
+    }
+  }
+
+  /** Replaces the per-job gauges' jobs (those of the shards held now). */
+  jobsSampled(samples: readonly SloJobSample[]): void {
+    this.samples = samples;
+  }
 }

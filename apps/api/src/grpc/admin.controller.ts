@@ -5,6 +5,7 @@ import { GrpcMethod } from '@nestjs/microservices';
 import type { ApiListenConfig, TenantRegistry, TickworkConfig } from '@tickwork/config';
 import { ValidationError, type JsonValue } from '@tickwork/domain';
 import {
+  BulkActionService,
   InsightService,
   JobHistoryService,
   JobService,
@@ -25,6 +26,7 @@ import {
   timestamp,
   jobDefinitionFromProto,
   jobToProto,
+  updatePreviewToProto,
   occurrenceToProto,
   previewToProto,
   protoFieldPath,
@@ -48,6 +50,7 @@ export class AdminGrpcController {
     private readonly jobs: JobService,
     private readonly history: JobHistoryService,
     private readonly insight: InsightService,
+    private readonly bulk: BulkActionService,
     private readonly auth: Authenticator,
     @Inject(CONFIG) private readonly config: TickworkConfig,
     @Inject(LISTEN) private readonly listen: ApiListenConfig,
@@ -108,15 +111,68 @@ export class AdminGrpcController {
     // A masked field that is unset in the message resets it; payload unset is JSON null.
     const patch: Record<string, JsonValue> = { ...wire };
     if (job.payload === undefined) patch.payload = null;
+    const etag = str(req.etag) || undefined;
     return this.serve(
       md,
       call,
       (c) =>
-        this.jobs
-          .updateJob(c, str(job.job_id), patch, paths, str(req.etag) || undefined)
-          .then((j) => jobToProto(j)),
+        req.dry_run === true
+          ? this.jobs
+              .previewUpdateJob(c, str(job.job_id), patch, paths, {
+                etag,
+                // proto3 has no "unset" for an int32: 0 asks for the default.
+                count:
+                  typeof req.dry_run_count === 'number' && req.dry_run_count !== 0
+                    ? req.dry_run_count
+                    : undefined,
+                countField: 'dry_run_count',
+              })
+              .then(updatePreviewToProto)
+          : this.jobs.updateJob(c, str(job.job_id), patch, paths, etag).then((j) => jobToProto(j)),
       (p) => protoFieldPath('job', p, wire),
-      { action: 'UpdateJob', jobId: str(job.job_id) },
+      // A dry run writes nothing, not even the audit row of a refused call.
+      req.dry_run === true ? undefined : { action: 'UpdateJob', jobId: str(job.job_id) },
+    );
+  }
+
+  @GrpcMethod('SchedulerAdmin', 'BulkAction')
+  bulkAction(req: Msg, md: Metadata, call: Call): Promise<Msg> {
+    return this.serve(
+      md,
+      call,
+      async (c) => {
+        for (const f of ['action', 'missed'] as const)
+          if (typeof req[f] === 'number')
+            throw new ValidationError([{ field: f, message: `${req[f]} is not a value this API defines` }]);
+        // Proto defaults (0, empty, UNSPECIFIED) mean "not given", as on REST an absent field.
+        const action = str(req.action).replace(/^BULK_ACTION_KIND_/, '');
+        const missed = str(req.missed).replace(/^MISSED_OCCURRENCES_/, '');
+        const window = num(req.catch_up_window_ms) ?? Number(req.catch_up_window_ms ?? 0);
+        const limit = num(req.catch_up_limit) ?? 0;
+        const r = await this.bulk.run(c, {
+          action: action === 'UNSPECIFIED' ? '' : action,
+          label_selector: str(req.label_selector),
+          ...(str(req.tenant_id) !== '' ? { tenant_id: str(req.tenant_id) } : {}),
+          dry_run: req.dry_run === true,
+          ...(req.until ? { until: isoFromTimestamp(req.until) } : {}),
+          ...(missed !== '' && missed !== 'UNSPECIFIED' ? { missed } : {}),
+          ...(window > 0 ? { catch_up_window_ms: window } : {}),
+          ...(limit > 0 ? { catch_up_limit: limit } : {}),
+        });
+        return {
+          bulk_action_id: r.bulkActionId,
+          action: `BULK_ACTION_KIND_${r.action}`,
+          dry_run: r.dryRun,
+          matched: r.matched,
+          changed: r.changed,
+          unchanged: r.unchanged,
+          failed: r.failed,
+          sample_job_ids: [...r.sampleJobIds],
+          failures: r.failures.map((f) => ({ job_id: f.jobId, code: f.code, message: f.message })),
+        };
+      },
+      undefined,
+      { action: 'BulkAction', jobId: null },
     );
   }
 

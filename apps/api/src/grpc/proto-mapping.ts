@@ -10,9 +10,11 @@ import {
   type FireEvent,
   type Job,
   type JsonValue,
+  type EditSide,
+  type PreviewedOccurrence,
   type Run,
 } from '@tickwork/domain';
-import { etagOf, type PreviewedFire } from '@tickwork/jobs';
+import { etagOf, type PreviewedFire, type UpdatePreview } from '@tickwork/jobs';
 import type { DeadLetterEntry, OccurrenceEntry } from '@tickwork/store';
 
 export interface ProtoTimestamp {
@@ -211,6 +213,8 @@ function policiesFromProto(p: unknown): Record<string, JsonValue> | undefined {
     catch_up_window_ms: m.catch_up_window_ms as number | undefined,
     overlap: fromEnum(m.overlap, 'OVERLAP_POLICY_'),
     jitter_ms: m.jitter_ms as number | undefined,
+    tolerance_ms: m.tolerance_ms as number | undefined,
+    slo_metrics: m.slo_metrics as boolean | undefined,
     retry: r
       ? compact({
           max_attempts: r.max_attempts as number | undefined,
@@ -245,7 +249,8 @@ export function protoFieldPath(prefix: string, wirePath: string, wire: Record<st
   const schedule = wire.schedule as Record<string, JsonValue> | undefined;
   const target = wire.target as Record<string, JsonValue> | undefined;
   const join = (...parts: string[]) => parts.filter((p) => p.length > 0).join('.');
-  if (wirePath.startsWith('update_mask') || wirePath === 'etag') return wirePath;
+  if (wirePath.startsWith('update_mask') || wirePath === 'etag' || wirePath === 'dry_run_count')
+    return wirePath;
   if (wirePath === 'schedule.kind' || wirePath === 'target.type')
     return join(prefix, wirePath.split('.')[0]!);
   if (wirePath.startsWith('schedule.') && typeof schedule?.kind === 'string')
@@ -309,6 +314,8 @@ function policiesToProto(w: Record<string, JsonValue>): Msg {
     overlap: toEnum(w.overlap as string, 'OVERLAP_POLICY_'),
     jitter_ms: w.jitter_ms,
     ...(typeof w.catch_up_window_ms === 'number' ? { catch_up_window_ms: w.catch_up_window_ms } : {}),
+    ...(typeof w.tolerance_ms === 'number' ? { tolerance_ms: w.tolerance_ms } : {}),
+    ...(w.slo_metrics === true ? { slo_metrics: true } : {}),
     retry: w.retry,
   };
 }
@@ -334,12 +341,65 @@ export function jobToProto(job: Job, lastRun?: Run | null): Msg {
     etag: etagOf(job),
     create_time: timestamp(job.createdAt),
     update_time: timestamp(job.updatedAt),
+    ...(job.pausedUntil ? { paused_until: timestamp(job.pausedUntil) } : {}),
     ...(lastRun ? { last_run: runToProto(lastRun) } : {}),
   };
 }
 
-/** A run as a Run message. */
-export function runToProto(run: Run): Msg {
+/** A dry-run update as a Job message (the job as the edit would leave it) with its edit_preview. */
+export function updatePreviewToProto(p: UpdatePreview): Msg {
+  const i = p.impact;
+  const occurrence = (o: PreviewedOccurrence): Msg => ({
+    nominal_time: timestamp(o.nominalTime),
+    scheduled_for: timestamp(o.scheduledFor),
+    dst_shift_ms: o.dstShiftMs ?? 0,
+    catch_up: o.catchUp,
+    claimed: o.claimed,
+  });
+  const side = (s: EditSide): Msg => ({
+    status: toEnum(s.status, 'JOB_STATUS_'),
+    occurrences: s.occurrences.map(occurrence),
+    due: {
+      due: s.due.due,
+      on_resume: s.due.onResume,
+      catch_up_fires: s.due.catchUpFires,
+      coalesced: s.due.coalesced,
+      skipped: s.due.skipped.map((k) => ({
+        reason: k.reason,
+        first_nominal_time: timestamp(k.firstNominal),
+        last_nominal_time: timestamp(k.lastNominal),
+        occurrences: k.occurrences,
+      })),
+    },
+  });
+  return {
+    ...jobToProto(p.edited),
+    edit_preview: {
+      current_version: p.current.version,
+      count: p.count,
+      replanned: i.replanned,
+      before: side(i.before),
+      after: side(i.after),
+      appearing: i.appearing.map(occurrence),
+      disappearing: i.disappearing.map(occurrence),
+      ...(i.comparedUntil ? { compared_until: timestamp(i.comparedUntil) } : {}),
+      moved: i.moved.map((m) => ({ before: occurrence(m.before), after: occurrence(m.after) })),
+      claimed_ahead: i.claimedAhead.map((c) => ({
+        fence_token: c.fenceToken,
+        fire_id: fireIdOf({ jobId: p.current.jobId, fenceToken: c.fenceToken }),
+        nominal_time: timestamp(c.nominalTime),
+        scheduled_for: timestamp(c.scheduledFor),
+        dst_shift_ms: c.dstShiftMs,
+        ...(c.jobVersion !== null ? { job_version: c.jobVersion } : {}),
+        enqueued: c.enqueued,
+        in_new_schedule: c.inNewSchedule,
+      })),
+    },
+  };
+}
+
+/** A run as a Run message (trace_id empty when the ledger has no trace for it). */
+export function runToProto(run: Run & { readonly traceId?: string | null }): Msg {
   return {
     job_id: run.jobId,
     fence_token: run.fenceToken,
@@ -353,6 +413,8 @@ export function runToProto(run: Run): Msg {
     finished_at: timestamp(run.finishedAt),
     ...(run.httpStatus !== null ? { http_status: run.httpStatus } : {}),
     error: run.error ?? '',
+    ...(typeof run.jobVersion === 'number' ? { job_version: run.jobVersion } : {}),
+    trace_id: run.traceId ?? '',
   };
 }
 
@@ -374,6 +436,9 @@ export function occurrenceToProto(o: OccurrenceEntry, jobId: string): Msg {
       enqueued_at: timestamp(o.enqueuedAt),
       run_status: toEnum(o.runStatus, 'RUN_STATUS_'),
       recorded_at: timestamp(o.claimedAt),
+      ...(o.jobVersion !== null ? { job_version: o.jobVersion } : {}),
+      ...(o.slo ? { reason: o.slo.reason } : {}),
+      ...(o.slo && o.slo.latenessMs !== null ? { lateness_ms: o.slo.latenessMs } : {}),
     };
   }
   return {
@@ -383,6 +448,7 @@ export function occurrenceToProto(o: OccurrenceEntry, jobId: string): Msg {
     occurrences: o.occurrences,
     reason: o.reason,
     recorded_at: timestamp(o.recordedAt),
+    ...(o.jobVersion !== null ? { job_version: o.jobVersion } : {}),
   };
 }
 
@@ -403,6 +469,8 @@ export function deadLetterToProto(d: DeadLetterEntry): Msg {
     replay_fire_id:
       d.replayFenceToken !== null ? fireIdOf({ jobId: r.jobId, fenceToken: d.replayFenceToken }) : '',
     replayed_at: timestamp(d.replayedAt),
+    ...(typeof r.jobVersion === 'number' ? { job_version: r.jobVersion } : {}),
+    trace_id: r.traceId ?? '',
   };
 }
 

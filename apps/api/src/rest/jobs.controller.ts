@@ -18,9 +18,11 @@ import type { TickworkConfig } from '@tickwork/config';
 import {
   instantRangeProblem,
   parseInstant,
+  parseLabelSelector,
   unstorableTextProblem,
   ValidationError,
   type JsonValue,
+  type LabelSelector,
 } from '@tickwork/domain';
 import {
   etagOf,
@@ -33,7 +35,15 @@ import {
 } from '@tickwork/jobs';
 import { Authenticator } from '../auth';
 import { CONFIG } from '../tokens';
-import { deadLetterJson, fireJson, jobJson, occurrenceJson, previewJson, runJson } from './wire';
+import {
+  deadLetterJson,
+  fireJson,
+  jobJson,
+  occurrenceJson,
+  previewJson,
+  runJson,
+  updatePreviewJson,
+} from './wire';
 
 type Wire = Record<string, JsonValue>;
 type Query = Record<string, string | string[] | undefined>;
@@ -54,6 +64,14 @@ function int(q: Query, name: string): number | undefined {
   return Number(v);
 }
 
+/** A boolean query parameter: `true` or `false` (absent: false). */
+function bool(q: Query, name: string): boolean {
+  const v = one(q, name);
+  if (v === undefined || v === '' || v === 'false') return false;
+  if (v === 'true') return true;
+  throw new ValidationError([{ field: name, message: 'must be true or false' }]);
+}
+
 /** `label=key=value`, repeatable. */
 function labels(q: Query): Record<string, string> {
   const raw = q.label === undefined ? [] : Array.isArray(q.label) ? q.label : [q.label];
@@ -68,22 +86,10 @@ function labels(q: Query): Record<string, string> {
   return out;
 }
 
-/** `label_selector=team=data,env!=prod`: equalities and inequalities, comma-separated. */
-function labelSelector(q: Query): { equal: Record<string, string>; notEqual: Record<string, string> } {
-  const equal: Record<string, string> = {};
-  const notEqual: Record<string, string> = {};
+/** `label_selector=team=data,env!=prod`: equalities and inequalities, comma-separated (parseLabelSelector). */
+function labelSelector(q: Query): LabelSelector {
   const raw = one(q, 'label_selector');
-  if (!raw) return { equal, notEqual };
-  for (const term of raw.split(',').map((t) => t.trim())) {
-    if (term === '') continue;
-    const m = /^([^=!\s]+)\s*(!=|==|=)\s*(.*)$/.exec(term);
-    if (!m)
-      throw new ValidationError([
-        { field: 'label_selector', message: `"${term}" must be key=value or key!=value` },
-      ]);
-    (m[2] === '!=' ? notEqual : equal)[m[1]!] = m[3]!;
-  }
-  return { equal, notEqual };
+  return raw ? parseLabelSelector(raw) : { equal: {}, notEqual: {} };
 }
 
 @Controller('v1')
@@ -166,7 +172,11 @@ export class JobsController {
     return jobJson(job, recentRuns[0] ?? null);
   }
 
-  /** Replaces the fields present in the body (or those named in ?update_mask=a,b); If-Match guards with an etag. */
+  /**
+   * Replaces the fields present in the body (or those named in ?update_mask=a,b); If-Match guards with
+   * an etag. With ?dry_run=true nothing is stored (not even an audit row): the answer is the job as the
+   * edit would leave it with its `edit_preview` (?dry_run_count= occurrences per side, default 10).
+   */
   @Patch('jobs/:jobId')
   async update(
     @Headers('authorization') authz: string | undefined,
@@ -176,21 +186,19 @@ export class JobsController {
     @Body() body: unknown,
     @Res({ passthrough: true }) res: Response,
   ): Promise<Wire> {
-    const caller = await this.mutator(authz, 'UpdateJob', jobId);
+    const dryRun = bool(q, 'dry_run');
+    const caller = dryRun
+      ? this.auth.authenticate(authz, 'rest')
+      : await this.mutator(authz, 'UpdateJob', jobId);
+    // A dry run's refusals are not audited: it writes nothing.
+    const refuse = (e: ValidationError): Promise<never> =>
+      dryRun ? Promise.reject(e) : this.jobs.refuse(caller, 'UpdateJob', jobId, e);
     if (!body || typeof body !== 'object' || Array.isArray(body))
-      return this.jobs.refuse(
-        caller,
-        'UpdateJob',
-        jobId,
-        new ValidationError([{ field: 'body', message: 'must be a JSON object' }]),
-      );
+      return refuse(new ValidationError([{ field: 'body', message: 'must be a JSON object' }]));
     const patch = body as Record<string, unknown>;
     const unknown = Object.keys(patch).filter((k) => !(UPDATABLE_FIELDS as readonly string[]).includes(k));
     if (unknown.length > 0)
-      return this.jobs.refuse(
-        caller,
-        'UpdateJob',
-        jobId,
+      return refuse(
         new ValidationError(
           unknown.map((k) => ({
             field: k,
@@ -206,6 +214,16 @@ export class JobsController {
             .map((s) => s.trim())
             .filter(Boolean)
         : Object.keys(patch);
+    if (dryRun) {
+      const preview = await this.jobs.previewUpdateJob(caller, jobId, patch, mask, {
+        etag: ifMatch,
+        count: int(q, 'dry_run_count'),
+        countField: 'dry_run_count',
+      });
+      return updatePreviewJson(preview);
+    }
+    if (one(q, 'dry_run_count') !== undefined)
+      return refuse(new ValidationError([{ field: 'dry_run_count', message: 'is only for dry_run=true' }]));
     const job = await this.jobs.updateJob(caller, jobId, patch, mask, ifMatch);
     res.setHeader('ETag', `"${etagOf(job)}"`);
     return jobJson(job);

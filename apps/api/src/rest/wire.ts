@@ -6,9 +6,11 @@ import {
   type FireEvent,
   type Job,
   type JsonValue,
+  type EditSide,
+  type PreviewedOccurrence,
   type Run,
 } from '@tickwork/domain';
-import { etagOf, type PreviewedFire } from '@tickwork/jobs';
+import { etagOf, type PreviewedFire, type UpdatePreview } from '@tickwork/jobs';
 import type { DeadLetterEntry, OccurrenceEntry } from '@tickwork/store';
 
 type Wire = Record<string, JsonValue>;
@@ -21,12 +23,13 @@ export function jobJson(job: Job, lastRun?: Run | null): Wire {
     ...wire,
     target: maskTargetSecrets(wire.target as Wire),
     etag: etagOf(job),
+    ...(job.pausedUntil ? { paused_until: job.pausedUntil.toISOString() } : {}),
     ...(lastRun !== undefined ? { last_run: lastRun ? runJson(lastRun) : null } : {}),
   };
 }
 
-/** A run. */
-export function runJson(run: Run): Wire {
+/** A run; `trace_id` is its fire's trace when the ledger read it (null when untraced or purged). */
+export function runJson(run: Run & { readonly traceId?: string | null }): Wire {
   return {
     job_id: run.jobId,
     fire_id: run.fireId,
@@ -40,6 +43,8 @@ export function runJson(run: Run): Wire {
     finished_at: iso(run.finishedAt),
     http_status: run.httpStatus,
     error: run.error,
+    job_version: run.jobVersion ?? null,
+    trace_id: run.traceId ?? null,
   };
 }
 
@@ -51,7 +56,9 @@ export function occurrenceJson(o: OccurrenceEntry, jobId: string): Wire {
       nominal_time: o.nominalTime.toISOString(),
       last_nominal_time: o.nominalTime.toISOString(),
       occurrences: 1,
-      reason: null,
+      // LATE or MISSED once the scheduler judged the fire against its tolerance; null otherwise.
+      reason: o.slo?.reason ?? null,
+      ...(o.slo ? { lateness_ms: o.slo.latenessMs } : {}),
       fence_token: o.fenceToken,
       fire_id: fireIdOf({ jobId, fenceToken: o.fenceToken }),
       trigger: o.trigger,
@@ -59,6 +66,7 @@ export function occurrenceJson(o: OccurrenceEntry, jobId: string): Wire {
       claimed_at: o.claimedAt.toISOString(),
       enqueued_at: iso(o.enqueuedAt),
       run_status: o.runStatus,
+      job_version: o.jobVersion,
     };
   }
   return {
@@ -68,6 +76,59 @@ export function occurrenceJson(o: OccurrenceEntry, jobId: string): Wire {
     occurrences: o.occurrences,
     reason: o.reason,
     recorded_at: o.recordedAt.toISOString(),
+    job_version: o.jobVersion,
+  };
+}
+
+/** A dry-run update: the job as the edit would leave it, with its `edit_preview`. */
+export function updatePreviewJson(p: UpdatePreview): Wire {
+  const i = p.impact;
+  const occurrence = (o: PreviewedOccurrence): Wire => ({
+    nominal_time: o.nominalTime.toISOString(),
+    scheduled_for: o.scheduledFor.toISOString(),
+    dst_shift_ms: o.dstShiftMs ?? 0,
+    catch_up: o.catchUp,
+    claimed: o.claimed,
+  });
+  const side = (s: EditSide): Wire => ({
+    status: s.status,
+    occurrences: s.occurrences.map(occurrence),
+    due: {
+      due: s.due.due,
+      on_resume: s.due.onResume,
+      catch_up_fires: s.due.catchUpFires,
+      coalesced: s.due.coalesced,
+      skipped: s.due.skipped.map((k) => ({
+        reason: k.reason,
+        first_nominal_time: k.firstNominal.toISOString(),
+        last_nominal_time: k.lastNominal.toISOString(),
+        occurrences: k.occurrences,
+      })),
+    },
+  });
+  return {
+    ...jobJson(p.edited),
+    edit_preview: {
+      current_version: p.current.version,
+      count: p.count,
+      replanned: i.replanned,
+      before: side(i.before),
+      after: side(i.after),
+      appearing: i.appearing.map(occurrence),
+      disappearing: i.disappearing.map(occurrence),
+      compared_until: iso(i.comparedUntil),
+      moved: i.moved.map((m) => ({ before: occurrence(m.before), after: occurrence(m.after) })),
+      claimed_ahead: i.claimedAhead.map((c) => ({
+        fence_token: c.fenceToken,
+        fire_id: fireIdOf({ jobId: p.current.jobId, fenceToken: c.fenceToken }),
+        nominal_time: c.nominalTime.toISOString(),
+        scheduled_for: c.scheduledFor.toISOString(),
+        dst_shift_ms: c.dstShiftMs,
+        job_version: c.jobVersion,
+        enqueued: c.enqueued,
+        in_new_schedule: c.inNewSchedule,
+      })),
+    },
   };
 }
 

@@ -1,7 +1,7 @@
 /** Cluster (admins): shard owners, epochs and leases, due backlog and outbox per shard, consumer lag, executors. */
 import { useEffect } from 'preact/hooks';
 import { call } from '../api';
-import { relative } from '../format';
+import { instantInWords, relative, viewerZone } from '../format';
 import { ErrorBox, useLoad, type Ctx } from '../ui';
 
 interface Cluster {
@@ -35,7 +35,7 @@ export function ClusterView(props: { ctx: Ctx }) {
     <section aria-labelledby="cluster-title">
       <h1 id="cluster-title">Cluster</h1>
       <p class="muted">
-        Refreshes every 5 s{d ? `; observed ${new Date(d.observed_at).toISOString()}` : ''}.
+        Refreshes every 5 s{d ? `; observed ${instantInWords(d.observed_at, viewerZone())}` : ''}.
       </p>
       <ErrorBox error={c.error} />
       {d && (

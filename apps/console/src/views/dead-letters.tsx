@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import { call, describeError, qs, type DeadLetter } from '../api';
 import { relative } from '../format';
-import { Confirm, ErrorBox, jobHref, Notice, useLoad, type Ctx } from '../ui';
+import { Confirm, ErrorBox, jobHref, Notice, TraceId, useLoad, type Ctx } from '../ui';
 
 export function DeadLettersView(props: { ctx: Ctx }) {
   const { ctx } = props;
@@ -123,6 +123,11 @@ export function DeadLettersView(props: { ctx: Ctx }) {
                   <div class="muted small mono">
                     {d.fire_id} · {d.tenant_id}
                   </div>
+                  {d.trace_id && (
+                    <div class="small">
+                      trace <TraceId id={d.trace_id} />
+                    </div>
+                  )}
                 </td>
                 <td class="num">{d.attempt}</td>
                 <td class="error-text">

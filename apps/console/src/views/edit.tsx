@@ -42,6 +42,8 @@ interface Form {
   misfire: string;
   overlap: string;
   jitter_ms: string;
+  tolerance_ms: string;
+  slo_metrics: string;
   max_attempts: string;
   initial_backoff_ms: string;
   labels: string;
@@ -82,6 +84,8 @@ function blank(tenant: string | null): Form {
     misfire: 'FIRE_ONCE',
     overlap: 'ALLOW',
     jitter_ms: '0',
+    tolerance_ms: '',
+    slo_metrics: 'off',
     max_attempts: '',
     initial_backoff_ms: '',
     labels: '',
@@ -123,6 +127,8 @@ function fromJob(j: Job): Form {
     misfire: str(j.policies.misfire) || 'FIRE_ONCE',
     overlap: str(j.policies.overlap) || 'ALLOW',
     jitter_ms: str(j.policies.jitter_ms) || '0',
+    tolerance_ms: str(j.policies.tolerance_ms),
+    slo_metrics: j.policies.slo_metrics === true ? 'on' : 'off',
     max_attempts: str(retry.max_attempts),
     initial_backoff_ms: str(retry.initial_backoff_ms),
     labels: labelsText(j.labels),
@@ -204,6 +210,8 @@ function bodyOf(f: Form, creating: boolean): { body: Record<string, Json> } | { 
       misfire: f.misfire,
       overlap: f.overlap,
       jitter_ms: numberish(f.jitter_ms || '0'),
+      ...(f.tolerance_ms ? { tolerance_ms: numberish(f.tolerance_ms) } : {}),
+      ...(f.slo_metrics === 'on' ? { slo_metrics: true } : {}),
       ...(Object.keys(retry).length ? { retry } : {}),
     },
     labels: 'error' in labels ? {} : labels,
@@ -319,6 +327,8 @@ function fieldsShown(f: Form, creating: boolean, admin: boolean): string[] {
     'policies.misfire',
     'policies.overlap',
     'policies.jitter_ms',
+    'policies.tolerance_ms',
+    'policies.slo_metrics',
     'policies.retry.max_attempts',
     'policies.retry.initial_backoff_ms',
   ];
@@ -651,6 +661,22 @@ export function EditView(props: { ctx: Ctx; jobId?: string }) {
                 options={['ALLOW', 'FORBID']}
               />
               <Field {...f} id="jitter_ms" api="policies.jitter_ms" label="Jitter (ms)" />
+            </div>
+            <div class="row">
+              <Field
+                {...f}
+                id="tolerance_ms"
+                api="policies.tolerance_ms"
+                label="SLO tolerance (ms)"
+                hint="started later than this after its time: LATE; empty: the default"
+              />
+              <Field
+                {...f}
+                id="slo_metrics"
+                api="policies.slo_metrics"
+                label="Per-job SLO metrics"
+                options={['off', 'on']}
+              />
             </div>
             <div class="row">
               <Field

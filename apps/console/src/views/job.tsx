@@ -12,15 +12,18 @@ import {
 } from '../api';
 import {
   dstNote,
+  instantInWords,
   labelsText,
   maskTarget,
   millisBetween,
   ms,
+  relative,
   retryInWords,
   scheduleInWords,
   scheduleRaw,
+  viewerZone,
 } from '../format';
-import { Badge, Confirm, ErrorBox, navigate, Notice, useLoad, When, type Ctx } from '../ui';
+import { Badge, Confirm, ErrorBox, navigate, Notice, TraceId, useLoad, When, type Ctx } from '../ui';
 
 type Action = 'pause' | 'resume' | 'trigger' | 'delete';
 
@@ -30,12 +33,36 @@ const REASONS: Record<string, string> = {
   OVERLAP: 'the previous run was still going (overlap FORBID)',
   OUTSIDE_CATCH_UP_WINDOW: 'older than the catch-up window when the scheduler got to it',
   CATCH_UP_LIMIT: 'beyond how many missed occurrences FIRE_ALL catches up',
+  LATE: "its run started later than the job's tolerance (tolerance_ms) after the nominal time",
+  MISSED: 'its run had not started by the next occurrence (or the SLO deadline)',
 };
+
+/** A fired occurrence's SLO mark (LATE / MISSED), with its lateness; nothing when on time. */
+function SloMark(props: { o: Occurrence }) {
+  const { o } = props;
+  if (o.reason !== 'LATE' && o.reason !== 'MISSED') return null;
+  return (
+    <div class="small slo">
+      <Badge value={o.reason} />{' '}
+      {typeof o.lateness_ms === 'number'
+        ? `started ${formatMs(o.lateness_ms)} after its nominal time`
+        : 'not started'}
+      {` — ${REASONS[o.reason]}`}
+    </div>
+  );
+}
+
+function formatMs(ms: number): string {
+  if (ms < 1000) return `${ms} ms`;
+  if (ms < 120_000) return `${(ms / 1000).toFixed(1)} s`;
+  return `${(ms / 60_000).toFixed(1)} min`;
+}
 
 function Definition(props: { job: Job }) {
   const { job } = props;
   const s = job.schedule;
   const p = job.policies;
+  const zone = s.time_zone ?? 'UTC';
   const rows: [string, string][] = [
     ['Schedule', `${scheduleInWords(s)} (${s.kind}: ${scheduleRaw(s)})`],
     ['Time zone', s.time_zone ?? 'UTC'],
@@ -45,8 +72,8 @@ function Definition(props: { job: Job }) {
           string,
         ][])
       : []),
-    ...(s.start_at ? ([['Starts', s.start_at]] as [string, string][]) : []),
-    ...(s.end_at ? ([['Ends', s.end_at]] as [string, string][]) : []),
+    ...(s.start_at ? ([['Starts', instantInWords(s.start_at, zone)]] as [string, string][]) : []),
+    ...(s.end_at ? ([['Ends', instantInWords(s.end_at, zone)]] as [string, string][]) : []),
     ...(s.max_fires ? ([['Max fires', String(s.max_fires)]] as [string, string][]) : []),
     [
       'Misfire',
@@ -54,10 +81,17 @@ function Definition(props: { job: Job }) {
     ],
     ['Overlap', String(p.overlap ?? 'ALLOW')],
     ['Jitter', ms(Number(p.jitter_ms ?? 0))],
+    [
+      'Fire SLO',
+      `${typeof p.tolerance_ms === 'number' ? `tolerance ${ms(p.tolerance_ms)}` : 'tolerance: the deployment default'}${p.slo_metrics === true ? ', per-job metrics' : ''}`,
+    ],
     ['Retry', retryInWords(p.retry)],
     ['Labels', labelsText(job.labels) || '—'],
     ['Tenant · shard · fence', `${job.tenant_id} · shard ${job.shard} · fence token ${job.fence_token}`],
-    ['Version', `${job.etag} (updated ${new Date(job.updated_at).toISOString()})`],
+    [
+      'Version',
+      `${job.etag} (updated ${instantInWords(job.updated_at, viewerZone())}, ${relative(job.updated_at)})`,
+    ],
   ];
   return (
     <section class="card" aria-labelledby="def-title">
@@ -89,7 +123,8 @@ function Upcoming(props: { job: Job }) {
           body: { schedule: job.schedule, count: 20 },
         },
       ).then((r) => r.body),
-    [job.etag],
+    // The job id too: two jobs at the same version (both v1) are different schedules.
+    [job.job_id, job.etag],
   );
   return (
     <section class="card" aria-labelledby="up-title">
@@ -166,6 +201,9 @@ function Ledger(props: { job: Job; version: number }) {
                   </a>
                 )}
               </div>
+            ) : null}
+            {o.outcome === 'FIRED' ? (
+              <SloMark o={o} />
             ) : (
               <div class="small">
                 reason <strong>{o.reason}</strong>
@@ -226,6 +264,7 @@ function Runs(props: { job: Job; version: number }) {
               <th scope="col" class="num">
                 Duration
               </th>
+              <th scope="col">Trace id</th>
               <th scope="col">Error</th>
             </tr>
           </thead>
@@ -243,6 +282,9 @@ function Runs(props: { job: Job; version: number }) {
                 </td>
                 <td class="num">{ms(millisBetween(r.scheduled_for, r.started_at))}</td>
                 <td class="num">{ms(millisBetween(r.started_at, r.finished_at))}</td>
+                <td>
+                  <TraceId id={r.trace_id} />
+                </td>
                 <td class="error-text">{r.error ?? ''}</td>
               </tr>
             ))}
@@ -357,7 +399,8 @@ export function JobView(props: { ctx: Ctx; jobId: string }) {
         ) : (
           'none'
         )}{' '}
-        · fired {j.fires_count} times · last run <Badge value={j.last_run?.status ?? null} />
+        · fired {j.fires_count} {j.fires_count === 1 ? 'time' : 'times'} on schedule · last run{' '}
+        <Badge value={j.last_run?.status ?? null} />
       </p>
       <div class="grid">
         <Definition job={j} />

@@ -187,8 +187,12 @@ export function JobsView(props: { ctx: Ctx; params: URLSearchParams }) {
               <th scope="col">Schedule</th>
               <th scope="col">Next fire</th>
               <th scope="col">Last run</th>
-              <th scope="col" class="num">
-                Fires
+              <th
+                scope="col"
+                class="num"
+                title="Occurrences fired on schedule (max_fires counts these; Trigger now does not)"
+              >
+                Scheduled fires
               </th>
             </tr>
           </thead>

@@ -608,11 +608,13 @@ export class FireRepository {
                 next_nominal_at = v.nominal,
                 next_dst_shift_ms = v.shift,
                 status = v.status,
+                -- A resume's catch-up choice applies to this claim, the first after the resume.
+                resume_catch_up = NULL,
                 last_fired_at = CASE WHEN v.n > 0 THEN now() ELSE j.last_fired_at END,
                 updated_at = now()
            FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::timestamptz[], $5::text[], $13::int[]) AS v(job_id, n, next, nominal, status, shift)
           WHERE j.job_id = v.job_id
-         RETURNING j.job_id, j.tenant_id, j.shard, j.target, j.payload
+         RETURNING j.job_id, j.tenant_id, j.shard, j.target, j.payload, j.version
        ), b AS (
          -- A batch claimed ahead is due on Kafka at its latest fire's time (the relay waits for it).
          INSERT INTO fire_batches (shard, trigger, claimed_by, fires, release_at)
@@ -620,8 +622,9 @@ export class FireRepository {
            FROM unnest($12::int[], $9::timestamptz[]) AS x(shard, scheduled) GROUP BY x.shard
          RETURNING batch_id, shard
        ), f AS (
-         INSERT INTO fires (job_id, fence_token, tenant_id, shard, nominal_time, dst_shift_ms, scheduled_for, claimed_by, trace_context, batch_id, event)
-         SELECT v.job_id, v.token, u.tenant_id, u.shard, v.nominal, v.shift, v.scheduled, $11, v.trace, b.batch_id,
+         -- Each fire records the job version it was claimed under (its event is that version's snapshot).
+         INSERT INTO fires (job_id, fence_token, tenant_id, shard, nominal_time, dst_shift_ms, scheduled_for, claimed_by, trace_context, batch_id, job_version, event)
+         SELECT v.job_id, v.token, u.tenant_id, u.shard, v.nominal, v.shift, v.scheduled, $11, v.trace, b.batch_id, u.version,
                 jsonb_build_object(
                   'job_id', v.job_id, 'tenant_id', u.tenant_id, 'fence_token', v.token,
                   'fire_id', v.job_id || ':' || v.token,
@@ -670,8 +673,12 @@ export class FireRepository {
     const skip = group.flatMap((w) => w.skipRows);
     if (skip.length > 0) {
       await client.query(
-        `INSERT INTO occurrence_skips (job_id, tenant_id, reason, first_nominal, last_nominal, occurrences)
-         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::bigint[])`,
+        // With the job version the skip was planned under (the job row is locked by this claim).
+        `INSERT INTO occurrence_skips (job_id, tenant_id, reason, first_nominal, last_nominal, occurrences, job_version)
+         SELECT k.*, j.version
+           FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::bigint[])
+                AS k(job_id, tenant_id, reason, first_nominal, last_nominal, occurrences)
+           LEFT JOIN jobs j ON j.job_id = k.job_id`,
         [
           skip.map((k) => k.jobId),
           skip.map((k) => k.tenantId),
@@ -738,7 +745,7 @@ export class FireRepository {
   /**
    * Fire-log retention: deletes the oldest confirmed batches claimed more than `retentionMs` ago,
    * with their fires — whole batches, about `batchSize` fires per call (at least one batch) —
-   * and skipped-occurrence records as old. Batches still in the outbox are never touched.
+   * and skipped-occurrence records and fire SLO verdicts as old. Batches still in the outbox are never touched.
    * Returns the fires deleted.
    */
   async purgeFireLog(retentionMs: number, batchSize: number): Promise<number> {
@@ -763,8 +770,16 @@ export class FireRepository {
                         WHERE recorded_at < now() - make_interval(secs => $1::double precision / 1000)
                         ORDER BY id LIMIT $2)
          RETURNING 1
+       ), slo AS (
+         -- Fire SLO verdicts as old go with their fires.
+         DELETE FROM occurrence_slo
+          WHERE (job_id, fence_token) IN (SELECT job_id, fence_token FROM occurrence_slo
+                        WHERE recorded_at < now() - make_interval(secs => $1::double precision / 1000)
+                        ORDER BY recorded_at LIMIT $2)
+         RETURNING 1
        )
-       SELECT (SELECT count(*) FROM gone) AS fires, (SELECT count(*) FROM skips) AS skips`,
+       SELECT (SELECT count(*) FROM gone) AS fires,
+              GREATEST((SELECT count(*) FROM skips), (SELECT count(*) FROM slo)) AS skips`,
       [retentionMs, batchSize],
     );
     // A pass ends when a call comes back short: count skips too, or a backlog of them would stop it.

@@ -4,8 +4,10 @@
  * newest first.
  */
 import type { Pool } from 'pg';
-import type { Run, RunStatus } from '@tickwork/domain';
-import { RUN_COLUMNS, runFromRow, type RunRow } from './rows';
+import type { ClaimedAheadFire, RunStatus } from '@tickwork/domain';
+import { LEDGER_RUN_COLUMNS, LEDGER_RUN_FROM, ledgerRunFromRow, type LedgerRun, type RunRow } from './rows';
+
+type LedgerRunRow = RunRow & { traceparent: string | null };
 
 export type FireTrigger = 'SCHEDULE' | 'MANUAL' | 'REPLAY';
 
@@ -20,6 +22,10 @@ export type OccurrenceEntry =
       readonly claimedAt: Date;
       readonly enqueuedAt: Date | null;
       readonly runStatus: RunStatus | null;
+      /** The job version the fire was claimed under (null: recorded before versions were). */
+      readonly jobVersion: number | null;
+      /** The fire SLO verdict, once the scheduler judged the fire LATE or MISSED; null otherwise. */
+      readonly slo: { readonly reason: 'LATE' | 'MISSED'; readonly latenessMs: number | null } | null;
       readonly cursor: OccurrenceCursor;
     }
   | {
@@ -29,6 +35,8 @@ export type OccurrenceEntry =
       readonly lastNominal: Date;
       readonly occurrences: number;
       readonly recordedAt: Date;
+      /** The job version the skip was planned under (null: recorded before versions were). */
+      readonly jobVersion: number | null;
       readonly cursor: OccurrenceCursor;
     };
 
@@ -40,7 +48,7 @@ export interface OccurrenceCursor {
 }
 
 export interface DeadLetterEntry {
-  readonly run: Run;
+  readonly run: LedgerRun;
   readonly deadLetteredAt: Date;
   readonly replayFenceToken: number | null;
   readonly replayedAt: Date | null;
@@ -61,41 +69,83 @@ interface OccurrenceRow {
   enqueued_at: Date | null;
   run_status: RunStatus | null;
   recorded_at: Date;
+  job_version: number | null;
+  lateness_ms: string | null;
 }
+
+/** How many of a job's newest fires listClaimedAhead looks at. */
+const CLAIMED_AHEAD_SCAN = 1_000;
 
 export class HistoryRepository {
   constructor(private readonly pool: Pool) {}
 
-  /** A job's runs, newest (highest fence token) first, below `beforeFenceToken` when given. */
-  async listRuns(jobId: string, limit: number, beforeFenceToken?: number): Promise<Run[]> {
-    const { rows } = await this.pool.query<RunRow>(
-      `SELECT ${RUN_COLUMNS} FROM job_runs
-        WHERE job_id = $1 AND ($2::bigint IS NULL OR fence_token < $2)
-        ORDER BY fence_token DESC LIMIT $3`,
+  /** A job's runs, newest (highest fence token) first, below `beforeFenceToken` when given; with their trace ids. */
+  async listRuns(jobId: string, limit: number, beforeFenceToken?: number): Promise<LedgerRun[]> {
+    const { rows } = await this.pool.query<LedgerRunRow>(
+      `SELECT ${LEDGER_RUN_COLUMNS} FROM ${LEDGER_RUN_FROM}
+        WHERE r.job_id = $1 AND ($2::bigint IS NULL OR r.fence_token < $2)
+        ORDER BY r.fence_token DESC LIMIT $3`,
       [jobId, beforeFenceToken ?? null, limit],
     );
-    return rows.map(runFromRow);
+    return rows.map(ledgerRunFromRow);
   }
 
   /** The most recent run of each of these jobs (by fence token; one index probe per job). */
-  async lastRuns(jobIds: readonly string[]): Promise<Map<string, Run>> {
+  async lastRuns(jobIds: readonly string[]): Promise<Map<string, LedgerRun>> {
     if (jobIds.length === 0) return new Map();
-    const { rows } = await this.pool.query<RunRow>(
-      `SELECT r.* FROM unnest($1::text[]) AS j(id)
-         CROSS JOIN LATERAL (SELECT ${RUN_COLUMNS} FROM job_runs
-                              WHERE job_id = j.id ORDER BY fence_token DESC LIMIT 1) r`,
+    const { rows } = await this.pool.query<LedgerRunRow>(
+      `SELECT x.* FROM unnest($1::text[]) AS j(id)
+         CROSS JOIN LATERAL (SELECT ${LEDGER_RUN_COLUMNS} FROM ${LEDGER_RUN_FROM}
+                              WHERE r.job_id = j.id ORDER BY r.fence_token DESC LIMIT 1) x`,
       [[...jobIds]],
     );
-    return new Map(rows.map((r) => [r.job_id, runFromRow(r)]));
+    return new Map(rows.map((r) => [r.job_id, ledgerRunFromRow(r)]));
   }
 
   /** One run, or null. */
-  async findRun(jobId: string, fenceToken: number): Promise<Run | null> {
-    const { rows } = await this.pool.query<RunRow>(
-      `SELECT ${RUN_COLUMNS} FROM job_runs WHERE job_id = $1 AND fence_token = $2`,
+  async findRun(jobId: string, fenceToken: number): Promise<LedgerRun | null> {
+    const { rows } = await this.pool.query<LedgerRunRow>(
+      `SELECT ${LEDGER_RUN_COLUMNS} FROM ${LEDGER_RUN_FROM} WHERE r.job_id = $1 AND r.fence_token = $2`,
       [jobId, fenceToken],
     );
-    return rows[0] ? runFromRow(rows[0]) : null;
+    return rows[0] ? ledgerRunFromRow(rows[0]) : null;
+  }
+
+  /**
+   * A job's scheduled fires claimed but not yet due or not yet on Kafka (lookahead, outbox) and not
+   * started: each goes out with the definition it was claimed under. Oldest first, at most `limit`.
+   */
+  async listClaimedAhead(jobId: string, limit: number): Promise<ClaimedAheadFire[]> {
+    const { rows } = await this.pool.query<{
+      fence_token: number;
+      nominal_time: Date;
+      scheduled_for: Date;
+      dst_shift_ms: number;
+      job_version: number | null;
+      enqueued: boolean;
+    }>(
+      `SELECT f.fence_token, f.nominal_time, f.scheduled_for, f.dst_shift_ms, f.job_version,
+              b.enqueued_at IS NOT NULL AS enqueued
+         -- Only the job's newest scheduled fires are looked at (the occurrence index, newest first):
+         -- what is claimed ahead or still in the outbox is among them, and a job with a long fire
+         -- log is not read whole.
+         FROM (SELECT * FROM fires WHERE job_id = $1 AND trigger = 'SCHEDULE'
+                ORDER BY nominal_time DESC LIMIT ${CLAIMED_AHEAD_SCAN}) f
+         JOIN fire_batches b ON b.batch_id = f.batch_id
+        WHERE (b.enqueued_at IS NULL OR f.scheduled_for > now())
+          AND NOT EXISTS (SELECT 1 FROM job_runs r WHERE r.job_id = f.job_id AND r.fence_token = f.fence_token)
+        ORDER BY f.nominal_time, f.fence_token
+        LIMIT $2`,
+      [jobId, limit],
+    );
+    return rows.map((r) => ({
+      fenceToken: r.fence_token,
+      nominalTime: r.nominal_time,
+      scheduledFor: r.scheduled_for,
+      dstShiftMs: r.dst_shift_ms,
+      jobVersion: r.job_version,
+      enqueued: r.enqueued,
+    }));
   }
 
   /** Fires and skipped ranges of a job, newest first, after `cursor` when given. */
@@ -103,12 +153,16 @@ export class HistoryRepository {
     const { rows } = await this.pool.query<OccurrenceRow>(
       `SELECT * FROM (
          SELECT 'FIRE'::text AS kind, f.nominal_time AS at, f.fence_token AS seq, f.nominal_time AS first_nominal, 1::bigint AS occurrences,
-                NULL::text AS reason, f.trigger, f.scheduled_for, f.claimed_at, f.enqueued_at, r.status AS run_status, f.claimed_at AS recorded_at
-           FROM fire_log f LEFT JOIN job_runs r ON r.job_id = f.job_id AND r.fence_token = f.fence_token
+                v.reason, f.trigger, f.scheduled_for, f.claimed_at, b.enqueued_at, r.status AS run_status, f.claimed_at AS recorded_at,
+                f.job_version, v.lateness_ms
+           FROM fires f
+           JOIN fire_batches b ON b.batch_id = f.batch_id
+           LEFT JOIN job_runs r ON r.job_id = f.job_id AND r.fence_token = f.fence_token
+           LEFT JOIN occurrence_slo v ON v.job_id = f.job_id AND v.fence_token = f.fence_token
           WHERE f.job_id = $1
          UNION ALL
          SELECT 'SKIP', s.last_nominal, s.id, s.first_nominal, s.occurrences,
-                s.reason, NULL, NULL, NULL, NULL, NULL, s.recorded_at
+                s.reason, NULL, NULL, NULL, NULL, NULL, s.recorded_at, s.job_version, NULL
            FROM occurrence_skips s
           WHERE s.job_id = $1
        ) o
@@ -129,6 +183,11 @@ export class HistoryRepository {
           claimedAt: r.claimed_at!,
           enqueuedAt: r.enqueued_at,
           runStatus: r.run_status,
+          jobVersion: r.job_version,
+          slo:
+            r.reason === 'LATE' || r.reason === 'MISSED'
+              ? { reason: r.reason, latenessMs: r.lateness_ms === null ? null : Number(r.lateness_ms) }
+              : null,
           cursor: c,
         };
       }
@@ -139,6 +198,7 @@ export class HistoryRepository {
         lastNominal: r.at,
         occurrences: Number(r.occurrences),
         recordedAt: r.recorded_at,
+        jobVersion: r.job_version,
         cursor: c,
       };
     });
@@ -147,6 +207,8 @@ export class HistoryRepository {
   /**
    * Dead-lettered runs, newest first, optionally of one tenant and one job. Read from the run
    * ledger (status DEAD_LETTERED); the page continues below `before` (a previous entry's cursor).
+   * The cursor compares the row itself (timestamptz keeps microseconds, the cursor's unit), so an
+   * all-tenant page is a range of job_runs_dead_lettered_recent_idx (migration 0024).
    */
   async listDeadLetters(q: {
     tenantId?: string;
@@ -155,24 +217,20 @@ export class HistoryRepository {
     before?: DeadLetterEntry['cursor'];
   }): Promise<DeadLetterEntry[]> {
     const { rows } = await this.pool.query<
-      RunRow & {
+      LedgerRunRow & {
         updated_at: Date;
         at_micros: string;
         replay_fence_token: number | null;
         replayed_at: Date | null;
       }
     >(
-      `SELECT ${RUN_COLUMNS.split(', ')
-        .map((c) => `r.${c}`)
-        .join(
-          ', ',
-        )}, r.updated_at, floor(extract(epoch FROM r.updated_at) * 1000000)::bigint::text AS at_micros, d.replay_fence_token, d.replayed_at
-         FROM job_runs r
+      `SELECT ${LEDGER_RUN_COLUMNS}, r.updated_at, floor(extract(epoch FROM r.updated_at) * 1000000)::bigint::text AS at_micros, d.replay_fence_token, d.replayed_at
+         FROM ${LEDGER_RUN_FROM}
          LEFT JOIN dead_letter_replays d ON d.job_id = r.job_id AND d.fence_token = r.fence_token
         WHERE r.status = 'DEAD_LETTERED'
           AND ($1::text IS NULL OR r.tenant_id = $1)
           AND ($2::text IS NULL OR r.job_id = $2)
-          AND ($3::bigint IS NULL OR (floor(extract(epoch FROM r.updated_at) * 1000000)::bigint, r.job_id, r.fence_token) < ($3::bigint, $4::text, $5::bigint))
+          AND ($3::bigint IS NULL OR (r.updated_at, r.job_id, r.fence_token) < (timestamptz 'epoch' + $3::bigint * interval '1 microsecond', $4::text, $5::bigint))
         ORDER BY r.updated_at DESC, r.job_id DESC, r.fence_token DESC
         LIMIT $6`,
       [
@@ -185,7 +243,7 @@ export class HistoryRepository {
       ],
     );
     return rows.map((r) => ({
-      run: runFromRow(r),
+      run: ledgerRunFromRow(r),
       deadLetteredAt: r.finished_at ?? r.updated_at,
       replayFenceToken: r.replay_fence_token,
       replayedAt: r.replayed_at,

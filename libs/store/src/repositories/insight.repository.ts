@@ -111,127 +111,128 @@ export class InsightRepository {
     const buckets = `SELECT i, now() - (i + 1) * make_interval(secs => $3::double precision) AS lo,
                             now() - i * make_interval(secs => $3::double precision) AS hi
                        FROM generate_series(0, $4::int - 1) AS i`;
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
-      await client.query(
-        `CREATE TEMP TABLE lateness_window ON COMMIT DROP AS
-         SELECT b.i AS b, s.* FROM (${buckets}) b
+    // One statement reads the sample (at most perBucket of each bucket's newest runs, through the
+    // index) and aggregates it per bucket, per job, per tenant and overall; a temporary table and
+    // a round trip per aggregate used to cost more than the reads.
+    const pct = (col: string) =>
+      `percentile_cont(0.5) WITHIN GROUP (ORDER BY ${col}) AS p50, percentile_cont(0.99) WITHIN GROUP (ORDER BY ${col}) AS p99`;
+    const sampleRows = this.pool.query<{
+      kind: 'bucket' | 'job' | 'tenant' | 'overall';
+      key: string;
+      runs: string;
+      retried: string;
+      dead: string;
+      p50: number | null;
+      p99: number | null;
+    }>(
+      `WITH s AS MATERIALIZED (
+         SELECT b.i AS b, x.* FROM (${buckets}) b
           CROSS JOIN LATERAL (
             SELECT r.job_id, r.tenant_id, r.status, r.attempt,
                    CASE WHEN r.started_at IS NULL THEN NULL
                         ELSE greatest(0, extract(epoch FROM r.started_at - r.scheduled_for) * 1000) END AS late_ms
               FROM job_runs r
              WHERE r.created_at >= b.lo AND r.created_at < b.hi AND ${runScope}
-             ORDER BY r.created_at DESC LIMIT $5) s`,
-        [...params, perBucket],
-      );
-      // One index range scan counts every bucket (up to countCap runs in all).
-      const totals = await client.query<{ b: number; n: string }>(
-        `SELECT floor(extract(epoch FROM now() - created_at) / $3::double precision)::int AS b, count(*) AS n
-           FROM (SELECT r.created_at FROM job_runs r
-                  WHERE r.created_at >= now() - $4::int * make_interval(secs => $3::double precision) AND ${runScope}
-                  LIMIT $5) x
-          GROUP BY 1`,
-        [...params, countCap],
-      );
-      const stats = (group: string) =>
-        client.query<{ key: string; runs: string; p50: number | null; p99: number | null }>(
-          `SELECT ${group} AS key, count(*) AS runs,
-                  percentile_cont(0.5) WITHIN GROUP (ORDER BY late_ms) AS p50,
-                  percentile_cont(0.99) WITHIN GROUP (ORDER BY late_ms) AS p99
-             FROM lateness_window GROUP BY 1 ORDER BY p99 DESC NULLS LAST, 1 LIMIT 50`,
-        );
-      const perBucketStats = await client.query<{
-        b: number;
-        runs: string;
-        retried: string;
-        dead: string;
-        p50: number | null;
-        p99: number | null;
-      }>(
-        `SELECT b, count(*) AS runs, count(*) FILTER (WHERE attempt > 1) AS retried,
-                count(*) FILTER (WHERE status = 'DEAD_LETTERED') AS dead,
-                percentile_cont(0.5) WITHIN GROUP (ORDER BY late_ms) AS p50,
-                percentile_cont(0.99) WITHIN GROUP (ORDER BY late_ms) AS p99
-           FROM lateness_window GROUP BY b`,
-      );
-      const overall = await client.query<{ p50: number | null; p99: number | null }>(
-        `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY late_ms) AS p50,
-                percentile_cont(0.99) WITHIN GROUP (ORDER BY late_ms) AS p99
-           FROM lateness_window`,
-      );
-      const skipped = await client.query<{ n: string | null }>(
-        `SELECT sum(occurrences) AS n FROM (
-           SELECT occurrences FROM occurrence_skips r
-            WHERE r.first_nominal >= now() - make_interval(secs => $3::double precision)
-              AND ${scope$}
-            ORDER BY r.first_nominal DESC LIMIT $4) s`,
-        [scope.jobId ?? null, scope.tenantId ?? null, windowMs / 1000, countCap],
-      );
-      const byJob = await stats('job_id');
-      const byTenant = await stats('tenant_id');
-      await client.query('COMMIT');
-      const now = Date.now();
-      const bucketSecs = windowMs / 1000 / bucketCount;
-      const sample = new Map(perBucketStats.rows.map((r) => [r.b, r]));
-      const total = new Map(totals.rows.map((r) => [r.b, Number(r.n)]));
-      let fired = 0;
-      let retried = 0;
-      let deadLettered = 0;
-      let sampled = false;
-      if (totals.rows.reduce((a, r) => a + Number(r.n), 0) >= countCap) sampled = true;
-      for (let b = 0; b < bucketCount; b++) {
-        const n = total.get(b) ?? 0;
-        const r = sample.get(b);
-        const read = Number(r?.runs ?? 0);
-        fired += n;
-        if (read > 0) {
-          // A bucket read in part stands for all its runs in the same proportions.
-          const scale = n / read;
-          if (n > read) sampled = true;
-          retried += Number(r!.retried) * scale;
-          deadLettered += Number(r!.dead) * scale;
-        }
+             ORDER BY r.created_at DESC LIMIT $5) x
+       ),
+       per_bucket AS (
+         SELECT 'bucket'::text AS kind, b::text AS key, count(*) AS runs,
+                count(*) FILTER (WHERE attempt > 1) AS retried,
+                count(*) FILTER (WHERE status = 'DEAD_LETTERED') AS dead, ${pct('late_ms')}
+           FROM s GROUP BY b
+       ),
+       -- Grouped in byte order: a locale-aware sort of thousands of ids costs more than the rest.
+       per_job AS (
+         SELECT 'job'::text AS kind, job_id COLLATE "C" AS key, count(*) AS runs, 0::bigint AS retried, 0::bigint AS dead, ${pct('late_ms')}
+           FROM s GROUP BY 2 ORDER BY p99 DESC NULLS LAST, 2 LIMIT 50
+       ),
+       per_tenant AS (
+         SELECT 'tenant'::text AS kind, tenant_id COLLATE "C" AS key, count(*) AS runs, 0::bigint AS retried, 0::bigint AS dead, ${pct('late_ms')}
+           FROM s GROUP BY 2 ORDER BY p99 DESC NULLS LAST, 2 LIMIT 50
+       )
+       SELECT * FROM per_bucket
+       UNION ALL SELECT * FROM per_job
+       UNION ALL SELECT * FROM per_tenant
+       UNION ALL SELECT 'overall', '', count(*), 0, 0, ${pct('late_ms')} FROM s`,
+      [...params, perBucket],
+    );
+    // Each bucket counted by an index-only range scan of its own (at most its share of countCap):
+    // grouping one scan of the whole window by an expression per row cost several times more.
+    const totals = this.pool.query<{ b: number; n: string }>(
+      `SELECT b.i AS b, (SELECT count(*) FROM (SELECT 1 FROM job_runs r
+                           WHERE r.created_at >= b.lo AND r.created_at < b.hi AND ${runScope}
+                           LIMIT $5) x) AS n
+         FROM (${buckets}) b`,
+      [...params, Math.ceil(countCap / bucketCount)],
+    );
+    const skipped = this.pool.query<{ n: string | null }>(
+      `SELECT sum(occurrences) AS n FROM (
+         SELECT occurrences FROM occurrence_skips r
+          WHERE r.first_nominal >= now() - make_interval(secs => $3::double precision)
+            AND ${scope$}
+          ORDER BY r.first_nominal DESC LIMIT $4) s`,
+      [scope.jobId ?? null, scope.tenantId ?? null, windowMs / 1000, countCap],
+    );
+    // Independent reads, side by side on the pool. Each has its own now(): bucket edges may differ
+    // by the milliseconds between them, which a window of an hour or a day does not show.
+    const [{ rows }, { rows: totalRows }, { rows: skippedRows }] = await Promise.all([
+      sampleRows,
+      totals,
+      skipped,
+    ]);
+    const perBucketStats = rows.filter((r) => r.kind === 'bucket').map((r) => ({ ...r, b: Number(r.key) }));
+    const byJobRows = rows.filter((r) => r.kind === 'job');
+    const byTenantRows = rows.filter((r) => r.kind === 'tenant');
+    const overallRow = rows.find((r) => r.kind === 'overall');
+    const now = Date.now();
+    const bucketSecs = windowMs / 1000 / bucketCount;
+    const sample = new Map(perBucketStats.map((r) => [r.b, r]));
+    const total = new Map(totalRows.map((r) => [Number(r.b), Number(r.n)]));
+    let fired = 0;
+    let retried = 0;
+    let deadLettered = 0;
+    let sampled = false;
+    if (totalRows.reduce((a, r) => a + Number(r.n), 0) >= countCap) sampled = true;
+    for (let b = 0; b < bucketCount; b++) {
+      const n = total.get(b) ?? 0;
+      const r = sample.get(b);
+      const read = Number(r?.runs ?? 0);
+      fired += n;
+      if (read > 0) {
+        // A bucket read in part stands for all its runs in the same proportions.
+        const scale = n / read;
+        if (n > read) sampled = true;
+        retried += Number(r!.retried) * scale;
+        deadLettered += Number(r!.dead) * scale;
       }
-      const row = (r: {
-        key: string;
-        runs: string;
-        p50: number | null;
-        p99: number | null;
-      }): LatenessRow => ({
-        key: r.key,
-        runs: Number(r.runs),
-        p50Ms: num(r.p50),
-        p99Ms: num(r.p99),
-      });
-      return {
-        buckets: Array.from({ length: bucketCount }, (_, i) => {
-          const b = bucketCount - 1 - i;
-          const r = sample.get(b);
-          return {
-            start: new Date(now - (b + 1) * bucketSecs * 1000),
-            runs: total.get(b) ?? 0,
-            p50Ms: num(r?.p50),
-            p99Ms: num(r?.p99),
-          };
-        }),
-        byJob: byJob.rows.map(row),
-        byTenant: byTenant.rows.map(row),
-        counts: {
-          fired,
-          retried: Math.round(retried),
-          deadLettered: Math.round(deadLettered),
-          skipped: Number(skipped.rows[0]?.n ?? 0),
-        },
-        overall: { p50Ms: num(overall.rows[0]?.p50), p99Ms: num(overall.rows[0]?.p99) },
-        truncated: sampled,
-      };
-    } catch (e) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw e;
-    } finally {
-      client.release();
     }
+    const row = (r: { key: string; runs: string; p50: number | null; p99: number | null }): LatenessRow => ({
+      key: r.key,
+      runs: Number(r.runs),
+      p50Ms: num(r.p50),
+      p99Ms: num(r.p99),
+    });
+    return {
+      buckets: Array.from({ length: bucketCount }, (_, i) => {
+        const b = bucketCount - 1 - i;
+        const r = sample.get(b);
+        return {
+          start: new Date(now - (b + 1) * bucketSecs * 1000),
+          runs: total.get(b) ?? 0,
+          p50Ms: num(r?.p50),
+          p99Ms: num(r?.p99),
+        };
+      }),
+      byJob: byJobRows.map(row),
+      byTenant: byTenantRows.map(row),
+      counts: {
+        fired,
+        retried: Math.round(retried),
+        deadLettered: Math.round(deadLettered),
+        skipped: Number(skippedRows[0]?.n ?? 0),
+      },
+      overall: { p50Ms: num(overallRow?.p50), p99Ms: num(overallRow?.p99) },
+      truncated: sampled,
+    };
   }
 }

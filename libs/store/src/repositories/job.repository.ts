@@ -125,12 +125,14 @@ export interface JobTransaction {
   delete(): Promise<void>;
   /**
    * Takes a new fence token (`fence_token + 1`, not counted against max_fires) and puts a fire for it
-   * in the outbox with the given trigger; `build` makes the event at the database's now().
+   * in the outbox with the given trigger; `build` makes the event at the database's now(). The fire
+   * records `jobVersion` (a replay: the version of the fire it repeats), else the job's current version.
    */
   recordFire(
     trigger: 'MANUAL' | 'REPLAY',
     claimedBy: string,
     build: (fenceToken: number, now: Date) => FireEvent,
+    jobVersion?: number | null,
   ): Promise<FireEvent>;
   /** A dead-lettered run of this job, or null. */
   deadLetter(fenceToken: number): Promise<DeadLetterRecord | null>;
@@ -564,7 +566,10 @@ class PgJobTransaction implements JobTransaction {
 
   async setStatus(status: 'PAUSED' | 'SCHEDULED', next?: PlannedOccurrence): Promise<Job> {
     const { rows } = await this.client.query<JobRow>(
+      // A pause or resume by hand ends a pause-until; a pause forgets an unclaimed catch-up choice.
       `UPDATE jobs SET status = $2, next_run_at = COALESCE($3, next_run_at), next_nominal_at = COALESCE($4, next_nominal_at),
+              paused_until = NULL, pause_resume = NULL,
+              resume_catch_up = CASE WHEN $2 = 'PAUSED' THEN NULL ELSE resume_catch_up END,
               next_dst_shift_ms = CASE WHEN $4::timestamptz IS NULL THEN next_dst_shift_ms ELSE $6 END,
               version = version + 1, updated_at = now(),
               trace_context = COALESCE($5::jsonb || jsonb_build_object('fence_token', fence_token), trace_context)
@@ -595,16 +600,24 @@ class PgJobTransaction implements JobTransaction {
       [this.jobId],
     );
     await this.client.query('DELETE FROM occurrence_skips WHERE job_id = $1', [this.jobId]);
+    await this.client.query('DELETE FROM occurrence_slo WHERE job_id = $1', [this.jobId]);
+    await this.client.query('DELETE FROM slo_watch WHERE job_id = $1', [this.jobId]);
   }
 
   async recordFire(
     trigger: 'MANUAL' | 'REPLAY',
     claimedBy: string,
     build: (fenceToken: number, now: Date) => FireEvent,
+    jobVersion?: number | null,
   ): Promise<FireEvent> {
-    const { rows } = await this.client.query<{ fence_token: number; shard: number; now: Date }>(
+    const { rows } = await this.client.query<{
+      fence_token: number;
+      shard: number;
+      version: number;
+      now: Date;
+    }>(
       `UPDATE jobs SET fence_token = fence_token + 1, last_fired_at = now(), updated_at = now()
-        WHERE job_id = $1 RETURNING fence_token, shard, now() AS now`,
+        WHERE job_id = $1 RETURNING fence_token, shard, version, now() AS now`,
       [this.jobId],
     );
     const row = rows[0]!;
@@ -618,8 +631,8 @@ class PgJobTransaction implements JobTransaction {
       `WITH b AS (
          INSERT INTO fire_batches (shard, trigger, claimed_by, fires) VALUES ($4, $7, $8, 1) RETURNING batch_id
        )
-       INSERT INTO fires (job_id, fence_token, tenant_id, shard, nominal_time, scheduled_for, trigger, claimed_by, event, trace_context, batch_id)
-       SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, b.batch_id FROM b`,
+       INSERT INTO fires (job_id, fence_token, tenant_id, shard, nominal_time, scheduled_for, trigger, claimed_by, event, trace_context, job_version, batch_id)
+       SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, b.batch_id FROM b`,
       [
         event.jobId,
         event.fenceToken,
@@ -631,6 +644,7 @@ class PgJobTransaction implements JobTransaction {
         claimedBy,
         JSON.stringify(fireEventSnapshot(event)),
         fireTrace ? JSON.stringify(fireTrace) : null,
+        jobVersion === undefined ? row.version : jobVersion,
       ],
     );
     this.note({ fence_token: event.fenceToken, trigger });

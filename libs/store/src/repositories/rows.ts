@@ -3,13 +3,16 @@ import {
   policiesFromWire,
   scheduleFromWire,
   targetFromWire,
+  MAX_RESUME_CATCH_UP,
   type ClaimableJob,
+  type ResumeCatchUp,
   type Job,
   type JobStatus,
   type JsonValue,
   type Run,
   type RunStatus,
 } from '@tickwork/domain';
+import { spanContextOf } from '@tickwork/telemetry';
 
 export interface JobRow {
   job_id: string;
@@ -27,12 +30,14 @@ export interface JobRow {
   policies: Record<string, unknown>;
   labels: Record<string, string>;
   version: number;
+  paused_until?: Date | null;
+  resume_catch_up?: Record<string, unknown> | null;
   created_at: Date;
   updated_at: Date;
 }
 
 export const JOB_COLUMNS =
-  'job_id, tenant_id, shard, schedule, status, next_run_at, next_nominal_at, next_dst_shift_ms, fence_token, fires_count, target, payload, policies, labels, version, created_at, updated_at';
+  'job_id, tenant_id, shard, schedule, status, next_run_at, next_nominal_at, next_dst_shift_ms, fence_token, fires_count, target, payload, policies, labels, version, paused_until, resume_catch_up, created_at, updated_at';
 
 /** A jobs row as a domain Job. */
 export function jobFromRow(row: JobRow): Job {
@@ -40,6 +45,7 @@ export function jobFromRow(row: JobRow): Job {
     ...claimableJobFromRow(row),
     labels: row.labels,
     version: row.version,
+    pausedUntil: row.paused_until ?? null,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -47,9 +53,9 @@ export function jobFromRow(row: JobRow): Job {
 
 /** The columns a claim reads: a job without its bookkeeping fields (less to send and parse). */
 export const CLAIM_COLUMNS =
-  'job_id, tenant_id, shard, schedule, status, next_run_at, next_nominal_at, next_dst_shift_ms, fence_token, fires_count, target, payload, policies';
+  'job_id, tenant_id, shard, schedule, status, next_run_at, next_nominal_at, next_dst_shift_ms, fence_token, fires_count, target, payload, policies, resume_catch_up';
 
-export type ClaimRow = Omit<JobRow, 'labels' | 'version' | 'created_at' | 'updated_at'>;
+export type ClaimRow = Omit<JobRow, 'labels' | 'version' | 'created_at' | 'updated_at' | 'paused_until'>;
 
 /** A claimed jobs row (CLAIM_COLUMNS) as the domain's ClaimableJob. */
 export function claimableJobFromRow(row: ClaimRow): ClaimableJob {
@@ -68,7 +74,23 @@ export function claimableJobFromRow(row: ClaimRow): ClaimableJob {
     target: targetFromWire(row.target),
     payload: row.payload,
     policies: policiesFromWire(row.policies),
+    resumeCatchUp: resumeCatchUpFromRow(row.resume_catch_up),
   };
+}
+
+/** The stored catch-up choice of a resume (jobs.resume_catch_up), or null. */
+export function resumeCatchUpFromRow(v: Record<string, unknown> | null | undefined): ResumeCatchUp | null {
+  if (!v || typeof v !== 'object') return null;
+  const missed = v.missed;
+  if (missed !== 'SKIP' && missed !== 'FIRE_ONCE' && missed !== 'FIRE_ALL') return null;
+  const windowMs = typeof v.window_ms === 'number' ? v.window_ms : null;
+  const limit = typeof v.limit === 'number' ? v.limit : MAX_RESUME_CATCH_UP;
+  return { missed, windowMs, limit };
+}
+
+/** A resume's catch-up choice as jobs.resume_catch_up stores it. */
+export function resumeCatchUpToRow(c: ResumeCatchUp): Record<string, JsonValue> {
+  return { missed: c.missed, window_ms: c.windowMs, limit: c.limit };
 }
 
 export interface RunRow {
@@ -86,10 +108,11 @@ export interface RunRow {
   finished_at: Date | null;
   http_status: number | null;
   error: string | null;
+  job_version: number | null;
 }
 
 export const RUN_COLUMNS =
-  'job_id, fence_token, tenant_id, fire_id, nominal_time, scheduled_for, attempt, status, lease_owner, lease_expires_at, started_at, finished_at, http_status, error';
+  'job_id, fence_token, tenant_id, fire_id, nominal_time, scheduled_for, attempt, status, lease_owner, lease_expires_at, started_at, finished_at, http_status, error, job_version';
 
 /** A job_runs row as a domain Run. */
 export function runFromRow(row: RunRow): Run {
@@ -108,5 +131,32 @@ export function runFromRow(row: RunRow): Run {
     finishedAt: row.finished_at,
     httpStatus: row.http_status,
     error: row.error,
+    jobVersion: row.job_version ?? null,
   };
+}
+
+/** A run as the ledger reads it back for operators: with the trace id of its fire, when it has one. */
+export interface LedgerRun extends Run {
+  /** The W3C trace id (32 hex) of the fire's trace (fires.trace_context), or null when untraced or purged. */
+  readonly traceId: string | null;
+}
+
+/** The run columns of job_runs `r`, and the traceparent of its fire `f` (joined on the fire's key). */
+export const LEDGER_RUN_COLUMNS = `${RUN_COLUMNS.split(', ')
+  .map((c) => `r.${c}`)
+  .join(', ')}, f.trace_context->>'traceparent' AS traceparent`;
+
+/** job_runs `r` with its fire `f`: a primary-key probe per run (fires may be purged first: a left join). */
+export const LEDGER_RUN_FROM =
+  'job_runs r LEFT JOIN fires f ON f.job_id = r.job_id AND f.fence_token = r.fence_token';
+
+/** A job_runs row read with LEDGER_RUN_COLUMNS as a LedgerRun. */
+export function ledgerRunFromRow(row: RunRow & { traceparent: string | null }): LedgerRun {
+  return { ...runFromRow(row), traceId: traceIdOf(row.traceparent) };
+}
+
+/** The trace id of a W3C traceparent, or null when it is absent or not a valid context. */
+export function traceIdOf(traceparent: string | null | undefined): string | null {
+  if (!traceparent) return null;
+  return spanContextOf({ traceparent })?.traceId ?? null;
 }
