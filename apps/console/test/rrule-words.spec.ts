@@ -1,5 +1,4 @@
-import { describe, expect, it } from '@jest/globals';
-import { rruleInWords, scheduleInWords } from './format';
+import { rruleInWords, scheduleInWords } from '../src/format';
 
 describe('rrule schedules in words', () => {
   it.each([
