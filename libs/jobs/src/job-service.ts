@@ -496,7 +496,7 @@ export class JobService {
       occurrenceAt(
         definition.jobId,
         definition.schedule,
-        definition.policies.jitterMs,
+        definition.policies,
         first.nominal,
         this.opts.herdJitterMs,
         first.dstShiftMs,
@@ -515,7 +515,8 @@ export class JobService {
     const timingChanged =
       JSON.stringify(before.schedule) !==
         JSON.stringify(jobToWire({ ...job, schedule: definition.schedule }).schedule) ||
-      job.policies.jitterMs !== definition.policies.jitterMs;
+      job.policies.jitterMs !== definition.policies.jitterMs ||
+      (job.policies.spreadMs ?? 0) !== (definition.policies.spreadMs ?? 0);
     if (!timingChanged && job.status !== 'COMPLETED')
       return tx.replaceDefinition(definition, job.status, 'keep');
     const next = this.firstOccurrence({ ...job, ...definition });
@@ -532,7 +533,7 @@ export class JobService {
       occurrenceAt(
         job.jobId,
         job.schedule,
-        job.policies.jitterMs,
+        job.policies,
         first.nominal,
         this.opts.herdJitterMs,
         first.dstShiftMs,

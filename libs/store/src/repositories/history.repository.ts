@@ -17,6 +17,8 @@ export type OccurrenceEntry =
       readonly fenceToken: number;
       readonly trigger: FireTrigger;
       readonly scheduledFor: Date;
+      /** The herd window's slot offset: scheduledFor = nominalTime + spreadOffsetMs (0: no window). */
+      readonly spreadOffsetMs: number;
       readonly claimedAt: Date;
       readonly enqueuedAt: Date | null;
       readonly runStatus: RunStatus | null;
@@ -57,6 +59,7 @@ interface OccurrenceRow {
   reason: string | null;
   trigger: FireTrigger | null;
   scheduled_for: Date | null;
+  spread_offset_ms: string | null;
   claimed_at: Date | null;
   enqueued_at: Date | null;
   run_status: RunStatus | null;
@@ -103,12 +106,12 @@ export class HistoryRepository {
     const { rows } = await this.pool.query<OccurrenceRow>(
       `SELECT * FROM (
          SELECT 'FIRE'::text AS kind, f.nominal_time AS at, f.fence_token AS seq, f.nominal_time AS first_nominal, 1::bigint AS occurrences,
-                NULL::text AS reason, f.trigger, f.scheduled_for, f.claimed_at, f.enqueued_at, r.status AS run_status, f.claimed_at AS recorded_at
+                NULL::text AS reason, f.trigger, f.scheduled_for, f.spread_offset_ms, f.claimed_at, f.enqueued_at, r.status AS run_status, f.claimed_at AS recorded_at
            FROM fire_log f LEFT JOIN job_runs r ON r.job_id = f.job_id AND r.fence_token = f.fence_token
           WHERE f.job_id = $1
          UNION ALL
          SELECT 'SKIP', s.last_nominal, s.id, s.first_nominal, s.occurrences,
-                s.reason, NULL, NULL, NULL, NULL, NULL, s.recorded_at
+                s.reason, NULL, NULL, NULL, NULL, NULL, NULL, s.recorded_at
            FROM occurrence_skips s
           WHERE s.job_id = $1
        ) o
@@ -126,6 +129,7 @@ export class HistoryRepository {
           fenceToken: Number(r.seq),
           trigger: r.trigger ?? 'SCHEDULE',
           scheduledFor: r.scheduled_for!,
+          spreadOffsetMs: Number(r.spread_offset_ms ?? 0),
           claimedAt: r.claimed_at!,
           enqueuedAt: r.enqueued_at,
           runStatus: r.run_status,
