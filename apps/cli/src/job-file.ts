@@ -99,6 +99,7 @@ function policiesToProto(raw: unknown): Msg {
     catch_up_window_ms: p.catch_up_window_ms ?? undefined,
     overlap: enumOf(p.overlap, 'OVERLAP_POLICY_'),
     jitter_ms: p.jitter_ms,
+    spread_ms: p.spread_ms,
     retry: p.retry === undefined ? undefined : obj(p.retry, 'policies.retry'),
   });
 }

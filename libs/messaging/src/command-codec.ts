@@ -243,6 +243,8 @@ function jobSpecFromAvro(j: Record<string, unknown>): Record<string, JsonValue> 
       catch_up_window_ms: (p.catch_up_window_ms ?? null) as number | null,
       overlap: p.overlap as string,
       jitter_ms: p.jitter_ms as number,
+      // Absent from commands written with a schema before herd windows: the reader's default, 0.
+      spread_ms: (p.spread_ms ?? 0) as number,
       retry: r
         ? {
             max_attempts: r.max_attempts as number,
@@ -320,6 +322,7 @@ function jobSpecToAvro(j: Record<string, JsonValue>): Record<string, unknown> {
           catch_up_window_ms: p.catch_up_window_ms ?? null,
           overlap: p.overlap ?? 'ALLOW',
           jitter_ms: p.jitter_ms ?? 0,
+          spread_ms: p.spread_ms ?? 0,
           retry: r
             ? {
                 max_attempts: r.max_attempts ?? 5,

@@ -198,6 +198,7 @@ function policiesFromProto(p: unknown): Record<string, JsonValue> | undefined {
     catch_up_window_ms: m.catch_up_window_ms as number | undefined,
     overlap: fromEnum(m.overlap, 'OVERLAP_POLICY_'),
     jitter_ms: m.jitter_ms as number | undefined,
+    spread_ms: m.spread_ms as number | undefined,
     retry: r
       ? compact({
           max_attempts: r.max_attempts as number | undefined,
@@ -283,6 +284,7 @@ function policiesToProto(w: Record<string, JsonValue>): Msg {
     misfire: toEnum(w.misfire as string, 'MISFIRE_POLICY_'),
     overlap: toEnum(w.overlap as string, 'OVERLAP_POLICY_'),
     jitter_ms: w.jitter_ms,
+    spread_ms: w.spread_ms ?? 0,
     ...(typeof w.catch_up_window_ms === 'number' ? { catch_up_window_ms: w.catch_up_window_ms } : {}),
     retry: w.retry,
   };
@@ -328,6 +330,7 @@ export function runToProto(run: Run): Msg {
     finished_at: timestamp(run.finishedAt),
     ...(run.httpStatus !== null ? { http_status: run.httpStatus } : {}),
     error: run.error ?? '',
+    spread_offset_ms: run.spreadOffsetMs ?? 0,
   };
 }
 
@@ -349,6 +352,7 @@ export function occurrenceToProto(o: OccurrenceEntry, jobId: string): Msg {
       enqueued_at: timestamp(o.enqueuedAt),
       run_status: toEnum(o.runStatus, 'RUN_STATUS_'),
       recorded_at: timestamp(o.claimedAt),
+      spread_offset_ms: o.spreadOffsetMs,
     };
   }
   return {
@@ -393,5 +397,6 @@ export function previewToProto(p: PreviewedFire): Msg {
     local_time: p.localTime,
     time_zone: p.timeZone,
     shifted_from: p.shiftedFrom ?? '',
+    ...(p.slotAt !== null ? { slot_at: timestamp(p.slotAt), spread_offset_ms: p.spreadOffsetMs ?? 0 } : {}),
   };
 }
