@@ -591,7 +591,9 @@ function resolveHashTokens(field: string, spec: FieldSpec, seed: string): string
       const step = Number(stepText);
       const span = to - from + 1;
       if (step < 1 || step > span)
-        throw new CronSyntaxError(`${spec.label} field: step ${stepText} in '${item}' must be between 1 and ${span}`);
+        throw new CronSyntaxError(
+          `${spec.label} field: step ${stepText} in '${item}' must be between 1 and ${span}`,
+        );
       return `${from + (hash % step)}-${to}/${step}`;
     })
     .join(',');
