@@ -271,7 +271,14 @@ function parsePolicies(
       ? null
       : r.integer(p.catch_up_window_ms, 'catch_up_window_ms', { min: 0, max: MAX_POLICY_DURATION_MS });
   root.adopt(r);
-  if (!retry || !misfire || !overlap || jitterMs === undefined || spreadMs === undefined || window === undefined)
+  if (
+    !retry ||
+    !misfire ||
+    !overlap ||
+    jitterMs === undefined ||
+    spreadMs === undefined ||
+    window === undefined
+  )
     return undefined;
   return { retry, misfire, overlap, jitterMs, spreadMs, catchUpWindowMs: window };
 }
@@ -286,7 +293,8 @@ export function spreadProblem(schedule: Schedule, policies: JobPolicies): string
   if (spread === 0) return undefined;
   if (policies.jitterMs > 0)
     return 'cannot be combined with policies.jitter_ms (spread_ms is the window; set jitter_ms to 0)';
-  if (schedule.kind === 'once') return 'applies to recurring schedules (interval or cron), not a once schedule';
+  if (schedule.kind === 'once')
+    return 'applies to recurring schedules (interval or cron), not a once schedule';
   const spacing =
     schedule.kind === 'interval'
       ? schedule.everyMs

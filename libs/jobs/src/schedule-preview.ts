@@ -108,9 +108,15 @@ export async function previewSchedule(raw: unknown, opts: PreviewOptions): Promi
     // Both are stable per job: without its id the preview would show some other job's times.
     const hashed = parsed.schedule.kind === 'cron' && usesHashToken(parsed.schedule.expression);
     if (hashed)
-      violations.push({ field: 'job_id', message: 'is required to place the H tokens of the expression (they are stable per job id)' });
+      violations.push({
+        field: 'job_id',
+        message: 'is required to place the H tokens of the expression (they are stable per job id)',
+      });
     else if (spreadMs > 0)
-      violations.push({ field: 'job_id', message: 'is required to place the herd-window slots of spread_ms (they are stable per job id)' });
+      violations.push({
+        field: 'job_id',
+        message: 'is required to place the herd-window slots of spread_ms (they are stable per job id)',
+      });
   }
   if (parsed.ok && spreadMs > 0 && Number.isSafeInteger(spreadMs)) {
     const problem = spreadProblem(parsed.schedule, { ...DEFAULT_POLICIES, spreadMs });
@@ -152,7 +158,8 @@ export async function previewSchedule(raw: unknown, opts: PreviewOptions): Promi
       if (!(e instanceof SearchBudgetExceeded)) throw e;
       next = 'SLICE_OVER'; // the cursor stays put; the zone years worked out so far are cached
     }
-    if (next === null) return { fires, truncatedBy: endsBy(schedule, fires.length, horizon), resolvedExpression };
+    if (next === null)
+      return { fires, truncatedBy: endsBy(schedule, fires.length, horizon), resolvedExpression };
     if (next !== 'SLICE_OVER') fires.push({ ...previewedFire(next, zone), ...slot(next) });
     if (next === 'SLICE_OVER' || sliceOver()) {
       const used = process.cpuUsage(sliceCpu);

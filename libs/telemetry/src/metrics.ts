@@ -219,7 +219,9 @@ export class SchedulerMetrics {
 
   /** Records enqueue lateness (from `ackedAtMs[i]` when given, else `nowMs`) and counts confirmed fires. */
   enqueued(
-    fires: readonly (Pick<FireIdentity, 'tenantId' | 'scheduledFor'> & { readonly spreadOffsetMs?: number })[],
+    fires: readonly (Pick<FireIdentity, 'tenantId' | 'scheduledFor'> & {
+      readonly spreadOffsetMs?: number;
+    })[],
     relayed: boolean,
     nowMs = Date.now(),
     ackedAtMs?: readonly number[],

@@ -1,6 +1,13 @@
 /** The time brain's pure core: schedules, cron with DST policies, occurrences, misfire planning, jitter. */
 export * from './schedule';
-export { parseCron, compileCron, usesHashToken, ParsedCron, type CronParseResult, type CronFields } from './cron-expression';
+export {
+  parseCron,
+  compileCron,
+  usesHashToken,
+  ParsedCron,
+  type CronParseResult,
+  type CronFields,
+} from './cron-expression';
 export {
   effectiveGapPolicy,
   effectiveRepeatPolicy,

@@ -46,7 +46,9 @@ export function defaultHerdWindowMs(schedule: Schedule, nominal: Date, clusterDe
   if (schedule.kind === 'once' || clusterDefaultMs <= 0) return 0;
   if (nominal.getTime() % MINUTE_MS !== 0) return 0;
   const spacing =
-    schedule.kind === 'interval' ? schedule.everyMs : compileCron(schedule.expression, schedule.hashSeed).minimumSpacingMs();
+    schedule.kind === 'interval'
+      ? schedule.everyMs
+      : compileCron(schedule.expression, schedule.hashSeed).minimumSpacingMs();
   return max(0, min(floor(clusterDefaultMs), floor(spacing / 2)));
 }
 

@@ -1,0 +1,300 @@
+/**
+ * Herd windows end to end, over REST and gRPC, against real api, scheduler and executor processes:
+ * a job with policies.spread_ms fires at its slot (a stable hash of job id and occurrence inside
+ * [nominal, nominal + spread)), the slot the preview showed; the ledger, runs and the lateness view
+ * keep the nominal time and show the slot's offset beside it, lateness counted from the nominal
+ * time; and the Jenkins-style H token places a cron's fields per job.
+ */
+import { status } from '@grpc/grpc-js';
+import { AdminTestClient, type Msg } from '../support/admin-client';
+import { startApp, type AppProcess } from '../support/apps';
+import { eventually, freePort, isolate, type Isolation } from '../support/env';
+import { contractFetch } from '../support/openapi';
+import { WebhookReceiver } from '../support/receiver';
+
+interface PreviewJson {
+  fires: { at: string; slot_at?: string; spread_offset_ms?: number }[];
+  resolved_expression?: string;
+}
+interface RunJson {
+  fence_token: number;
+  nominal_time: string;
+  scheduled_for: string;
+  started_at: string | null;
+  spread_offset_ms: number;
+  lateness_ms: number | null;
+  status: string;
+}
+
+const ms = (iso: string) => new Date(iso).getTime();
+const tsMs = (t: unknown) => {
+  const m = t as { seconds: number; nanos?: number };
+  return Number(m.seconds) * 1000 + Math.floor((m.nanos ?? 0) / 1e6);
+};
+
+describe('herd windows (spread_ms) and the H token', () => {
+  let iso: Isolation;
+  let receiver: WebhookReceiver;
+  let apps: AppProcess[] = [];
+  let api: AppProcess;
+  let apiFetch: typeof fetch;
+  let grpc: AdminTestClient;
+
+  beforeAll(async () => {
+    iso = isolate('herd');
+    receiver = await new WebhookReceiver().start();
+    const grpcPort = await freePort();
+    const env = iso.env({
+      TICKWORK_WEBHOOK_ALLOW: '127.0.0.1',
+      TICKWORK_TICK_MS: '100',
+      TICKWORK_GRPC_PORT: String(grpcPort),
+    });
+    api = startApp('api', env, await freePort());
+    await api.ready();
+    apiFetch = await contractFetch(api.url);
+    const scheduler = startApp('scheduler', env, await freePort());
+    const executor = startApp('executor', env, await freePort());
+    apps = [api, scheduler, executor];
+    await Promise.all([scheduler.ready(), executor.ready()]);
+    grpc = new AdminTestClient(`127.0.0.1:${grpcPort}`);
+  }, 120_000);
+
+  afterAll(async () => {
+    grpc?.close();
+    await Promise.all(apps.map((a) => a.stop()));
+    await receiver?.stop();
+    await iso?.dispose();
+  });
+
+  const post = async (path: string, body: unknown) => {
+    const r = await apiFetch(`${api.url}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    return { status: r.status, body: (await r.json()) as Record<string, unknown> };
+  };
+  const get = async <T>(path: string) => (await (await apiFetch(`${api.url}${path}`)).json()) as T;
+
+  it('REST: fires land at the slots the preview showed; lateness counts from the nominal time', async () => {
+    const jobId = 'herd-rest';
+    // Every 10 s from a second the job's H places, in a window of 8 s.
+    const schedule = { kind: 'cron', expression: 'H/10 * * * * *', time_zone: 'UTC' };
+    const created = await post('/v1/jobs', {
+      job_id: jobId,
+      schedule,
+      target: { type: 'webhook', url: receiver.url('/rest') },
+      policies: { spread_ms: 8_000 },
+    });
+    expect(created.status).toBe(201);
+    const job = created.body as {
+      next_run_at: string;
+      next_nominal_at: string;
+      policies: { spread_ms: number; jitter_ms: number };
+    };
+    expect(job.policies).toMatchObject({ spread_ms: 8_000, jitter_ms: 0 });
+
+    // The preview for this job, from its first occurrence: the H resolved, and each slot.
+    const preview = await post('/v1/schedules/preview', {
+      schedule,
+      job_id: jobId,
+      spread_ms: 8_000,
+      from: job.next_nominal_at,
+      count: 20,
+    });
+    expect(preview.status).toBe(200);
+    const p = preview.body as unknown as PreviewJson;
+    const start = Number(p.resolved_expression?.split('-')[0]);
+    expect(p.resolved_expression).toBe(`${start}-59/10 * * * * *`);
+    expect(start).toBeLessThan(10);
+    const slotOf = new Map<number, { slot: number; offset: number }>();
+    for (const f of p.fires) {
+      expect(new Date(f.at).getUTCSeconds() % 10).toBe(start);
+      expect(f.spread_offset_ms).toBeGreaterThanOrEqual(0);
+      expect(f.spread_offset_ms).toBeLessThan(8_000);
+      expect(ms(f.slot_at!)).toBe(ms(f.at) + f.spread_offset_ms!);
+      slotOf.set(ms(f.at), { slot: ms(f.slot_at!), offset: f.spread_offset_ms! });
+    }
+    // The job's stored next run is the slot of its next nominal time.
+    expect(ms(job.next_run_at)).toBe(slotOf.get(ms(job.next_nominal_at))!.slot);
+
+    // Three fires: each webhook call at or after its slot, carrying the slot as its scheduled time.
+    const calls = await eventually(
+      'three fires of the spread job',
+      () => {
+        const c = receiver.calls.filter((x) => x.path === '/rest');
+        return c.length >= 3 ? c.slice(0, 3) : undefined;
+      },
+      60_000,
+    );
+    const runs = await eventually('three finished runs', async () => {
+      const r = await get<{ runs: RunJson[] }>(`/v1/jobs/${jobId}/runs`);
+      const done = r.runs.filter((x) => x.status === 'SUCCEEDED');
+      return done.length >= 3 ? done : undefined;
+    });
+    for (const run of runs) {
+      const planned = slotOf.get(ms(run.nominal_time));
+      expect(planned).toBeDefined();
+      expect(ms(run.scheduled_for)).toBe(planned!.slot);
+      expect(run.spread_offset_ms).toBe(planned!.offset);
+      // Lateness from the nominal time: the offset is part of it; what is beyond the slot is small.
+      expect(run.lateness_ms).toBe(ms(run.started_at!) - ms(run.nominal_time));
+      expect(run.lateness_ms!).toBeGreaterThanOrEqual(run.spread_offset_ms);
+      expect(run.lateness_ms! - run.spread_offset_ms).toBeLessThan(5_000);
+      const call = calls.find((c) => c.headers['tickwork-fence-token'] === String(run.fence_token));
+      if (call) {
+        expect(call.headers['tickwork-scheduled-for']).toBe(run.scheduled_for);
+        expect(call.at).toBeGreaterThanOrEqual(planned!.slot);
+      }
+    }
+    for (const c of calls) {
+      const slot = ms(String(c.headers['tickwork-scheduled-for']));
+      expect([...slotOf.values()].some((s) => s.slot === slot)).toBe(true);
+      expect(c.at).toBeGreaterThanOrEqual(slot);
+    }
+
+    // The occurrence ledger: nominal time, and the slot's offset beside the scheduled time.
+    const ledger = await get<{
+      occurrences: {
+        outcome: string;
+        nominal_time: string;
+        scheduled_for?: string;
+        spread_offset_ms?: number;
+      }[];
+    }>(`/v1/jobs/${jobId}/occurrences`);
+    const fired = ledger.occurrences.filter((o) => o.outcome === 'FIRED');
+    expect(fired.length).toBeGreaterThanOrEqual(3);
+    for (const o of fired) {
+      const planned = slotOf.get(ms(o.nominal_time))!;
+      expect(o.spread_offset_ms).toBe(planned.offset);
+      expect(ms(o.scheduled_for!)).toBe(planned.slot);
+    }
+
+    // The lateness view counts from the nominal time too: no run is less late than its offset.
+    const lateness = await get<{ by_job: { key: string; runs: number; p99_ms: number | null }[] }>(
+      `/v1/lateness?window=hour&job_id=${jobId}`,
+    );
+    const mine = lateness.by_job.find((r) => r.key === jobId)!;
+    expect(mine.runs).toBeGreaterThanOrEqual(3);
+    expect(mine.p99_ms!).toBeGreaterThanOrEqual(Math.min(...runs.map((r) => r.spread_offset_ms)));
+  });
+
+  it('REST: refuses a window wider than the schedule, with jitter, or a preview without the job id', async () => {
+    const base = { target: { type: 'webhook', url: receiver.url('/never') } };
+    const wide = await post('/v1/jobs', {
+      ...base,
+      schedule: { kind: 'cron', expression: '*/30 * * * * *' },
+      policies: { spread_ms: 30_001 },
+    });
+    expect(wide.status).toBe(400);
+    expect(wide.body.violations).toEqual([
+      { field: 'policies.spread_ms', message: expect.stringContaining('at most 30000 ms') },
+    ]);
+    const both = await post('/v1/jobs', {
+      ...base,
+      schedule: { kind: 'interval', every_ms: 60_000 },
+      policies: { spread_ms: 1_000, jitter_ms: 1_000 },
+    });
+    expect(both.status).toBe(400);
+    expect(both.body.violations).toEqual([
+      { field: 'policies.spread_ms', message: expect.stringContaining('jitter_ms') },
+    ]);
+    const badH = await post('/v1/jobs', {
+      ...base,
+      schedule: { kind: 'cron', expression: 'H(40-20) 9 * * *' },
+    });
+    expect(badH.status).toBe(400);
+    expect((badH.body.violations as { field: string }[])[0]!.field).toBe('schedule.expression');
+    const anonymous = await post('/v1/schedules/preview', {
+      schedule: { kind: 'cron', expression: 'H 9 * * *' },
+    });
+    expect(anonymous.status).toBe(400);
+    expect((anonymous.body.violations as { field: string }[])[0]!.field).toBe('job_id');
+    const tooWide = await post('/v1/schedules/preview', {
+      schedule: { kind: 'interval', every_ms: 10_000 },
+      job_id: 'x',
+      spread_ms: 10_001,
+    });
+    expect(tooWide.status).toBe(400);
+    expect((tooWide.body.violations as { field: string }[])[0]!.field).toBe('spread_ms');
+    const none = await get<{ jobs: unknown[] }>('/v1/jobs?job_id_prefix=never');
+    expect(none.jobs ?? []).toEqual([]);
+  });
+
+  it('gRPC: the same windows through CreateJob, PreviewSchedule, ListRuns and ListOccurrences', async () => {
+    const jobId = 'herd-grpc';
+    const anchor = { seconds: Math.floor(Date.now() / 10_000) * 10 + 10, nanos: 0 };
+    const schedule = { interval: { every_ms: 10_000, anchor } };
+    const created = await grpc.call('CreateJob', {
+      job: {
+        job_id: jobId,
+        schedule,
+        target: { webhook: { url: receiver.url('/grpc') } },
+        policies: { spread_ms: 9_000 },
+      },
+    });
+    if (!created.ok) throw new Error(`CreateJob failed: ${created.details}`);
+    const job = created.res as Msg & { policies: Msg; next_run_at: unknown; next_nominal_at: unknown };
+    expect(Number(job.policies.spread_ms)).toBe(9_000);
+
+    const preview = await grpc.call('PreviewSchedule', {
+      schedule,
+      job_id: jobId,
+      spread_ms: 9_000,
+      from: job.next_nominal_at,
+      count: 20,
+    });
+    if (!preview.ok) throw new Error(`PreviewSchedule failed: ${preview.details}`);
+    const fires = preview.res.fires as { at: unknown; slot_at: unknown; spread_offset_ms: number }[];
+    const slotOf = new Map(
+      fires.map((f) => [tsMs(f.at), { slot: tsMs(f.slot_at), offset: Number(f.spread_offset_ms) }]),
+    );
+    for (const f of fires) expect(tsMs(f.slot_at)).toBe(tsMs(f.at) + Number(f.spread_offset_ms));
+    expect(tsMs(job.next_run_at)).toBe(slotOf.get(tsMs(job.next_nominal_at))!.slot);
+
+    const runs = await eventually(
+      'two finished runs over gRPC',
+      async () => {
+        const r = await grpc.call('ListRuns', { job_id: jobId });
+        if (!r.ok) return undefined;
+        const done = ((r.res.runs ?? []) as Msg[]).filter((x) => x.status === 'RUN_STATUS_SUCCEEDED');
+        return done.length >= 2 ? done : undefined;
+      },
+      60_000,
+    );
+    for (const run of runs) {
+      const planned = slotOf.get(tsMs(run.nominal_time))!;
+      expect(tsMs(run.scheduled_for)).toBe(planned.slot);
+      expect(Number(run.spread_offset_ms ?? 0)).toBe(planned.offset);
+      // Started at or after the slot, and not long after it.
+      expect(tsMs(run.started_at)).toBeGreaterThanOrEqual(planned.slot - 5);
+      expect(tsMs(run.started_at) - planned.slot).toBeLessThan(5_000);
+    }
+    const occurrences = await grpc.call('ListOccurrences', { job_id: jobId });
+    if (!occurrences.ok) throw new Error(occurrences.details);
+    const fired = ((occurrences.res.occurrences ?? []) as Msg[]).filter(
+      (o) => o.outcome === 'OCCURRENCE_OUTCOME_FIRED',
+    );
+    expect(fired.length).toBeGreaterThanOrEqual(2);
+    for (const o of fired)
+      expect(Number(o.spread_offset_ms ?? 0)).toBe(slotOf.get(tsMs(o.nominal_time))!.offset);
+
+    // H through gRPC's preview, and a window too wide refused naming the field.
+    const hashed = await grpc.call('PreviewSchedule', {
+      schedule: { cron: { expression: 'H 9 * * *', time_zone: 'Europe/London' } },
+      job_id: jobId,
+      count: 2,
+    });
+    if (!hashed.ok) throw new Error(hashed.details);
+    expect(hashed.res.resolved_expression).toMatch(/^\d{1,2} 9 \* \* \*$/);
+    const wide = await grpc.call('CreateJob', {
+      job: {
+        schedule: { interval: { every_ms: 10_000 } },
+        target: { webhook: { url: receiver.url('/never') } },
+        policies: { spread_ms: 10_001 },
+      },
+    });
+    expect(wide).toMatchObject({ ok: false, code: status.INVALID_ARGUMENT });
+    if (!wide.ok) expect(wide.violations.map((v) => v.field)).toContain('job.policies.spread_ms');
+  });
+});
