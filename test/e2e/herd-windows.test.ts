@@ -3,12 +3,19 @@
  * a job with policies.spread_ms fires at its slot (a stable hash of job id and occurrence inside
  * [nominal, nominal + spread)), the slot the preview showed; the ledger, runs and the lateness view
  * keep the nominal time and show the slot's offset beside it, lateness counted from the nominal
- * time; and the Jenkins-style H token places a cron's fields per job.
+ * time; and the Jenkins-style H token places a cron's fields per job. Avro ScheduleCommands from an
+ * outside producer carry spread_ms too.
  */
+import { randomUUID } from 'node:crypto';
 import { status } from '@grpc/grpc-js';
+// eslint-disable-next-line no-restricted-imports -- the test plays an outside producer, not Tickwork code
+import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
+// eslint-disable-next-line no-restricted-imports -- the test plays an outside producer, not Tickwork code
+import { Kafka, logLevel } from 'kafkajs';
+import { Client as Pg } from 'pg';
 import { AdminTestClient, type Msg } from '../support/admin-client';
 import { startApp, type AppProcess } from '../support/apps';
-import { eventually, freePort, isolate, type Isolation } from '../support/env';
+import { eventually, freePort, isolate, STACK, type Isolation } from '../support/env';
 import { contractFetch } from '../support/openapi';
 import { WebhookReceiver } from '../support/receiver';
 
@@ -296,5 +303,109 @@ describe('herd windows (spread_ms) and the H token', () => {
     });
     expect(wide).toMatchObject({ ok: false, code: status.INVALID_ARGUMENT });
     if (!wide.ok) expect(wide.violations.map((v) => v.field)).toContain('job.policies.spread_ms');
+  });
+
+  it('Kafka: an Avro UPSERT with spread_ms and H is applied; a window too wide is rejected naming the field', async () => {
+    const topic = `${iso.topicPrefix}.commands`;
+    const registry = new SchemaRegistry({ host: STACK.registryUrl });
+    const schemaId = await registry.getLatestSchemaId(`${topic}-value`);
+    const kafka = new Kafka({
+      clientId: 'herd-producer',
+      brokers: STACK.kafkaBrokers.split(','),
+      logLevel: logLevel.NOTHING,
+    });
+    const producer = kafka.producer();
+    await producer.connect();
+    const db = new Pg({ connectionString: iso.databaseUrl });
+    await db.connect();
+    const NS = 'io.tickwork.v1';
+    const upsert = (jobId: string, spreadMs: number, commandId: string) => ({
+      command_id: commandId,
+      type: 'UPSERT',
+      tenant_id: 'default',
+      job_id: jobId,
+      issued_at: Date.now(),
+      expected_version: null,
+      job: {
+        schedule: {
+          [`${NS}.CronSchedule`]: {
+            expression: 'H 9 * * *',
+            time_zone: 'Europe/London',
+            dst_gap: 'AUTO',
+            dst_repeat: 'AUTO',
+            start_at: null,
+            end_at: null,
+            max_fires: null,
+          },
+        },
+        target: {
+          [`${NS}.WebhookTarget`]: {
+            url: 'https://example.com/hook',
+            method: 'POST',
+            headers: {},
+            timeout_ms: 5000,
+            success_status_min: 200,
+            success_status_max: 299,
+          },
+        },
+        payload: null,
+        policies: {
+          [`${NS}.JobPolicies`]: {
+            misfire: 'FIRE_ONCE',
+            catch_up_window_ms: null,
+            overlap: 'ALLOW',
+            jitter_ms: 0,
+            retry: null,
+            spread_ms: spreadMs,
+          },
+        },
+        labels: {},
+      },
+    });
+    try {
+      const wideId = randomUUID();
+      for (const [jobId, spread, commandId] of [
+        ['herd-kafka', 600_000, randomUUID()],
+        ['herd-kafka-wide', 86_400_001, wideId],
+      ] as const) {
+        await producer.send({
+          topic,
+          messages: [
+            { key: jobId, value: await registry.encode(schemaId, upsert(jobId, spread, commandId)) },
+          ],
+        });
+      }
+      const job = await eventually('the UPSERT applied', async () => {
+        const r = await grpc.call('GetJob', { job_id: 'herd-kafka' });
+        return r.ok ? r.res : undefined;
+      });
+      expect(Number((job.policies as Msg).spread_ms)).toBe(600_000);
+      const preview = await grpc.call('PreviewSchedule', {
+        schedule: { cron: { expression: 'H 9 * * *', time_zone: 'Europe/London' } },
+        job_id: 'herd-kafka',
+        spread_ms: 600_000,
+        from: job.next_nominal_at,
+        count: 1,
+      });
+      if (!preview.ok) throw new Error(preview.details);
+      const first = (preview.res.fires as Msg[])[0]!;
+      expect(tsMs(first.at)).toBe(tsMs(job.next_nominal_at));
+      expect(tsMs(first.slot_at)).toBe(tsMs(job.next_run_at));
+      expect(new Date(tsMs(job.next_nominal_at)).getUTCMinutes()).toBe(
+        Number(String(preview.res.resolved_expression).split(' ')[0]),
+      );
+      const rejected = await eventually('the wide UPSERT rejected', async () => {
+        const r = await db.query<{ outcome: string; reason: string }>(
+          'SELECT outcome, reason FROM applied_commands WHERE command_id = $1',
+          [wideId],
+        );
+        return r.rows[0];
+      });
+      expect(rejected.outcome).toBe('INVALID_JOB');
+      expect(rejected.reason).toContain('spread_ms');
+    } finally {
+      await producer.disconnect();
+      await db.end();
+    }
   });
 });
