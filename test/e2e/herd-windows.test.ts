@@ -349,15 +349,14 @@ describe('herd windows (spread_ms) and the H token', () => {
           },
         },
         payload: null,
+        // A union of null and one record is written unwrapped (avsc), unlike the schedule's.
         policies: {
-          [`${NS}.JobPolicies`]: {
-            misfire: 'FIRE_ONCE',
-            catch_up_window_ms: null,
-            overlap: 'ALLOW',
-            jitter_ms: 0,
-            retry: null,
-            spread_ms: spreadMs,
-          },
+          misfire: 'FIRE_ONCE',
+          catch_up_window_ms: null,
+          overlap: 'ALLOW',
+          jitter_ms: 0,
+          retry: null,
+          spread_ms: spreadMs,
         },
         labels: {},
       },
