@@ -6,7 +6,9 @@
  * time; and the Jenkins-style H token places a cron's fields per job. Avro ScheduleCommands from an
  * outside producer carry spread_ms too.
  */
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { resolve } from 'node:path';
 import { status } from '@grpc/grpc-js';
 // eslint-disable-next-line no-restricted-imports -- the test plays an outside producer, not Tickwork code
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
@@ -46,6 +48,7 @@ describe('herd windows (spread_ms) and the H token', () => {
   let api: AppProcess;
   let apiFetch: typeof fetch;
   let grpc: AdminTestClient;
+  let grpcAddress: string;
 
   beforeAll(async () => {
     iso = isolate('herd');
@@ -63,7 +66,8 @@ describe('herd windows (spread_ms) and the H token', () => {
     const executor = startApp('executor', env, await freePort());
     apps = [api, scheduler, executor];
     await Promise.all([scheduler.ready(), executor.ready()]);
-    grpc = new AdminTestClient(`127.0.0.1:${grpcPort}`);
+    grpcAddress = `127.0.0.1:${grpcPort}`;
+    grpc = new AdminTestClient(grpcAddress);
   }, 120_000);
 
   afterAll(async () => {
@@ -406,5 +410,61 @@ describe('herd windows (spread_ms) and the H token', () => {
       await producer.disconnect();
       await db.end();
     }
+  });
+
+  it('CLI: preview --job --spread shows the nominal time, the slot and its offset; runs show the offset', async () => {
+    const cli = (args: string[]) =>
+      new Promise<{ code: number; stdout: string; stderr: string }>((done) =>
+        execFile(
+          process.execPath,
+          [resolve(__dirname, '..', '..', 'dist', 'apps', 'cli', 'src', 'main.js'), ...args],
+          { env: { PATH: process.env.PATH ?? '', TICKWORK_SERVER: grpcAddress }, timeout: 60_000 },
+          (err, stdout, stderr) =>
+            done({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+        ),
+      );
+    const preview = await cli([
+      'preview',
+      '--cron',
+      'H * * * *',
+      '--job',
+      'herd-cli',
+      '--spread',
+      '300000',
+      '--from',
+      '2026-12-03T13:30:00Z',
+      '-n',
+      '2',
+    ]);
+    expect(preview).toMatchObject({ code: 0, stderr: '' });
+    const lines = preview.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/^H resolves to: \d{1,2} \* \* \* \*$/);
+    expect(lines[1]).toMatch(/^#\s+UTC\s+LOCAL\s+SLOT\s+OFFSET_MS$/);
+    const json = await cli([
+      '--json',
+      'preview',
+      '--cron',
+      'H * * * *',
+      '--job',
+      'herd-cli',
+      '--spread',
+      '300000',
+      '-n',
+      '2',
+    ]);
+    const fires = (
+      JSON.parse(json.stdout) as { fires: { at: string; slot_at: string; spread_offset_ms: number }[] }
+    ).fires;
+    expect(fires).toHaveLength(2);
+    for (const f of fires) expect(ms(f.slot_at) - ms(f.at)).toBe(Number(f.spread_offset_ms));
+    // Each row: #, UTC, LOCAL (time and zone), SLOT, OFFSET_MS.
+    for (const row of lines.slice(2)) expect(row.split(/\s+/)).toHaveLength(6);
+    // Runs of the gRPC test's job (above, same processes) show the nominal time and the slot's offset.
+    const runs = await cli(['runs', 'herd-grpc']);
+    expect(runs.code).toBe(0);
+    expect(runs.stdout.split('\n')[0]).toMatch(/^FENCE\s+NOMINAL_TIME\s+SLOT_OFFSET_MS\s+STATUS/);
+    const bad = await cli(['preview', '--cron', 'H 9 * * *']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('job_id');
   });
 });
