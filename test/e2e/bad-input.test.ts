@@ -479,6 +479,24 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
   ];
   for (const [name, field, cmd] of kafkaText)
     add({ name: `UPSERT: ${name}`, via: 'kafka', send: kafkaCommand(cmd), status: 'INVALID_JOB', field });
+  // avsc reads a map into a plain object, where a key "__proto__" would vanish: refused instead.
+  for (const [name, job] of [
+    [
+      'a label key __proto__',
+      () => avroJob({ labels: JSON.parse('{"__proto__": "x"}') as Record<string, string> }),
+    ],
+    [
+      'a webhook header named __proto__',
+      () => avroJob({ headers: JSON.parse('{"__proto__": "x"}') as Record<string, string> }),
+    ],
+  ] as const)
+    add({
+      name: `UPSERT: ${name}`,
+      via: 'kafka',
+      send: kafkaCommand(() => command('UPSERT', `k-proto-${name.length}`, job())),
+      status: 'INVALID_COMMAND',
+      field: /__proto__/,
+    });
   add({
     name: 'PAUSE: NUL in the job id and the message key',
     via: 'kafka',

@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { shardOf } from '@tickwork/domain';
-import type { MessageProducer } from '@tickwork/messaging';
+import { KAFKAJS_PATCHES, type MessageProducer } from '@tickwork/messaging';
 import { AdminTestClient } from '../support/admin-client';
 import { startApp, type AppProcess } from '../support/apps';
 import { testDatabase, type TestDatabase } from '../support/db';
@@ -767,6 +767,7 @@ describe('observability', () => {
           'nodejs_eventloop_delay_p99_seconds',
           'nodejs_eventloop_utilization_ratio',
           'v8js_memory_heap_used_bytes',
+          'tickwork_kafkajs_patch_info',
         ],
       ],
       [
@@ -775,6 +776,7 @@ describe('observability', () => {
           'nodejs_eventloop_delay_p99_seconds',
           'nodejs_eventloop_time_seconds_total',
           'v8js_memory_heap_used_bytes',
+          'tickwork_kafkajs_patch_info',
         ],
       ],
       [
@@ -783,6 +785,7 @@ describe('observability', () => {
           'nodejs_eventloop_delay_p99_seconds',
           'nodejs_eventloop_time_seconds_total',
           'v8js_memory_heap_used_bytes',
+          'tickwork_kafkajs_patch_info',
         ],
       ],
     ];
@@ -795,6 +798,16 @@ describe('observability', () => {
       });
       const lint = await promtoolCheckMetrics(text);
       expect({ app: app.name, ...lint }).toEqual({ app: app.name, code: 0, output: '' });
+
+      // Every kafkajs patch took effect in every app: none fell back to stock kafkajs speed.
+      const patches = pick(parseMetrics(text), 'tickwork_kafkajs_patch_info');
+      expect({
+        app: app.name,
+        patches: patches.map((x) => `${x.labels.patch}=${x.labels.applied}`).sort(),
+      }).toEqual({
+        app: app.name,
+        patches: KAFKAJS_PATCHES.map((patch) => `${patch}=true`).sort(),
+      });
 
       // Every metric that states a unit carries it in its name (what OpenMetrics requires).
       const types = new Map([...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => [m[1]!, m[2]!]));

@@ -1,10 +1,11 @@
 /** Wiring of the API app: config → database → repositories → jobs services → REST and gRPC controllers. */
 import { Inject, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
 import type { ApiListenConfig, TenantRegistry, TickworkConfig } from '@tickwork/config';
-import { InsightService, JobHistoryService, JobService } from '@tickwork/jobs';
+import { BulkActionService, InsightService, JobHistoryService, JobService } from '@tickwork/jobs';
 import { createKafkaBus } from '@tickwork/messaging';
-import { LazyKafkaAdmin, openDatabase } from '@tickwork/runtime';
+import { LazyKafkaAdmin, observeKafkajsPatches, openDatabase } from '@tickwork/runtime';
 import {
+  BulkRepository,
   ClusterStatsRepository,
   HistoryRepository,
   InsightRepository,
@@ -18,6 +19,7 @@ import { GrpcTelemetryInterceptor } from './grpc/grpc-telemetry.interceptor';
 import { GrpcHealthController } from './grpc/health.controller';
 import { HealthController } from './health.controller';
 import { InsightController } from './rest/insight.controller';
+import { BulkActionsController } from './rest/bulk-actions.controller';
 import { JobsController } from './rest/jobs.controller';
 import { OpenApiController } from './rest/openapi.controller';
 import { API_METRICS, CONFIG, KAFKA_PROBE, LISTEN, POOL, READINESS, TENANTS } from './tokens';
@@ -41,6 +43,7 @@ export class ApiModule implements OnApplicationShutdown {
       module: ApiModule,
       controllers: [
         JobsController,
+        BulkActionsController,
         InsightController,
         OpenApiController,
         HealthController,
@@ -59,6 +62,7 @@ export class ApiModule implements OnApplicationShutdown {
             const bus = createKafkaBus(config.kafka, (level, message) =>
               telemetry.logger[level]({ context: 'kafka' }, message),
             );
+            observeKafkajsPatches();
             return new LazyKafkaAdmin(() => bus);
           },
         },
@@ -116,6 +120,12 @@ export class ApiModule implements OnApplicationShutdown {
               config.shardCount,
             ),
           inject: [POOL, JobRepository, KAFKA_PROBE],
+        },
+        {
+          provide: BulkActionService,
+          useFactory: (pool: Pool, service: JobService) =>
+            new BulkActionService(new BulkRepository(pool), service),
+          inject: [POOL, JobService],
         },
         {
           provide: JobHistoryService,

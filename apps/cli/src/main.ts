@@ -11,6 +11,7 @@ import { parse as parseYaml } from 'yaml';
 import { AdminClient, CliError, type ClientOptions } from './client';
 import { jobToProtoRequest, scheduleToProtoRequest } from './job-file';
 import {
+  printBulkAction,
   printCluster,
   printDeadLetters,
   printLateness,
@@ -70,9 +71,19 @@ function out(): Out {
   };
 }
 
+/**
+ * A bulk action over a large selection takes a while (about 5,000 jobs a second): unless --timeout
+ * is given, its deadline is 10 minutes instead of the default 10 seconds.
+ */
+const BULK_DEFAULT_TIMEOUT_MS = 600_000;
+
 /** Runs one RPC with a fresh client and closes it. */
 async function call(method: string, request: Msg): Promise<Msg> {
-  const client = new AdminClient(clientOptions());
+  const opts = clientOptions();
+  const defaultTimeout = program.getOptionValueSource('timeout') === 'default';
+  const client = new AdminClient(
+    method === 'BulkAction' && defaultTimeout ? { ...opts, timeoutMs: BULK_DEFAULT_TIMEOUT_MS } : opts,
+  );
   try {
     return await client.call(method, request);
   } finally {
@@ -298,6 +309,71 @@ dlq
   .argument('<fire_id>', 'job_id:fence_token')
   .action(async (fireId: string) =>
     printFires(out(), 'replayed', await call('ReplayDeadLetter', { fire_id: fireId })),
+  );
+
+program
+  .command('bulk')
+  .description('pause, resume, trigger or delete every job matching a label selector, in one call')
+  .argument('<action>', 'pause, resume, trigger or delete')
+  .requiredOption(
+    '-l, --selector <selector>',
+    'label selector, e.g. team=payments,env=prod (key!=value excludes)',
+  )
+  .option('--tenant <id>', 'admins: the tenant to act in (default: every tenant)')
+  .option('--dry-run', 'only count the matching jobs and show the first ids')
+  .option(
+    '--until <instant>',
+    'pause: resume by itself at this instant (RFC 3339, e.g. 2026-12-07T09:00:00Z)',
+  )
+  .addOption(
+    new Option(
+      '--missed <policy>',
+      "resume (or pause --until): occurrences missed while paused (default: each job's misfire policy)",
+    ).choices(['SKIP', 'FIRE_ONCE', 'FIRE_ALL']),
+  )
+  .option('--catch-up-window <ms>', 'with --missed: only occurrences this recent may fire')
+  .option('--catch-up-limit <n>', 'with --missed FIRE_ALL: at most this many fire per job')
+  .action(
+    async (
+      action: string,
+      o: {
+        selector: string;
+        tenant?: string;
+        dryRun?: boolean;
+        until?: string;
+        missed?: string;
+        catchUpWindow?: string;
+        catchUpLimit?: string;
+      },
+    ) => {
+      const kind = action.toUpperCase();
+      if (!['PAUSE', 'RESUME', 'TRIGGER', 'DELETE'].includes(kind))
+        throw new CliError(`bulk ${action}: expected pause, resume, trigger or delete`);
+      let until: Msg | undefined;
+      if (o.until !== undefined) {
+        const ms = Date.parse(o.until);
+        if (Number.isNaN(ms)) throw new CliError(`--until ${o.until}: expected an RFC 3339 instant`);
+        until = { seconds: Math.floor(ms / 1000), nanos: (ms % 1000) * 1e6 };
+      }
+      const int = (v: string | undefined, name: string): number => {
+        if (v === undefined) return 0;
+        if (!/^\d{1,15}$/.test(v)) throw new CliError(`${name} ${v}: expected a positive integer`);
+        return Number(v);
+      };
+      printBulkAction(
+        out(),
+        await call('BulkAction', {
+          action: `BULK_ACTION_KIND_${kind}`,
+          label_selector: o.selector,
+          tenant_id: o.tenant ?? '',
+          dry_run: Boolean(o.dryRun),
+          ...(until ? { until } : {}),
+          missed: o.missed ? `MISSED_OCCURRENCES_${o.missed}` : 'MISSED_OCCURRENCES_UNSPECIFIED',
+          catch_up_window_ms: int(o.catchUpWindow, '--catch-up-window'),
+          catch_up_limit: int(o.catchUpLimit, '--catch-up-limit'),
+        }),
+      );
+    },
   );
 
 program

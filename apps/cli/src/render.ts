@@ -322,3 +322,22 @@ export function printLateness(out: Out, res: Msg): void {
     );
   }
 }
+
+/** A bulk action's answer: the counts, the first ids, the first failures. */
+export function printBulkAction(out: Out, res: Msg): void {
+  if (out.json) return out.write(JSON.stringify(plain(res), null, 2));
+  const action = String(res.action ?? '').replace(/^BULK_ACTION_KIND_/, '');
+  const n = (k: string) => String(res[k] ?? 0);
+  const lines = [
+    res.dry_run
+      ? `dry run: ${action} would touch ${n('matched')} job(s)`
+      : `${action}: matched ${n('matched')}, changed ${n('changed')}, unchanged ${n('unchanged')}, failed ${n('failed')}`,
+    `bulk action ${String(res.bulk_action_id ?? '')}`,
+  ];
+  const sample = (res.sample_job_ids as string[] | undefined) ?? [];
+  if (sample.length > 0)
+    lines.push(`jobs: ${sample.join(', ')}${Number(res.matched) > sample.length ? ', …' : ''}`);
+  for (const f of (res.failures as Msg[] | undefined) ?? [])
+    lines.push(`failed ${String(f.job_id)}: ${String(f.code)} ${String(f.message)}`);
+  out.write(lines.join('\n'));
+}

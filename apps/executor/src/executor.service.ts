@@ -256,7 +256,16 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
     this.firesConsumer = await this.startupRetry('joining the fires topic', () =>
       messaging.bus.consumer({ ...consumerOptions, groupId: x.groupId, topics: [c.topics.fires] }),
     );
-    this.firesFlow = new PartitionFlow(this.firesConsumer, this.deliveries, traced, { onError }, flowOptions);
+    this.firesFlow = new PartitionFlow(
+      this.firesConsumer,
+      this.deliveries,
+      traced,
+      { onError },
+      {
+        ...flowOptions,
+        backlogSettleMs: x.backlogSettleMs,
+      },
+    );
     this.retryConsumer = await this.startupRetry('joining the retry topics', () =>
       messaging.bus.consumer({
         ...consumerOptions,
@@ -280,6 +289,7 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
         firesFlow.onAssignment(a);
         this.joined.fires = true;
         this.log.log(`assigned fires partitions [${(a.get(c.topics.fires) ?? []).join(', ')}]`);
+        if (firesFlow.settling) void this.expectFiresBacklog(firesFlow, x.groupId, c.topics.fires);
       },
       onCrash: (e) => {
         this.log.error(`fires consumer crashed: ${e.message}`);
@@ -338,6 +348,23 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
     );
     r.count = 0;
     r.loggedAt = now;
+  }
+
+  /**
+   * Tells the fires flow which of its new partitions have fires waiting (committed offset below
+   * the end), so their backlogs start together in due order. Unknown (the lag could not be read):
+   * nothing waits longer than the settle time.
+   */
+  private async expectFiresBacklog(flow: PartitionFlow, groupId: string, topic: string): Promise<void> {
+    try {
+      const lag = await this.admin.groupLag(groupId, topic);
+      const waiting = lag
+        .filter((p) => BigInt(p.committed) >= 0n && BigInt(p.end) > BigInt(p.committed))
+        .map((p) => p.partition);
+      flow.expectBacklog(new Map([[topic, waiting]]));
+    } catch (e) {
+      this.log.warn(`reading the fires backlog after an assignment failed: ${(e as Error).message}`);
+    }
   }
 
   /** Topics created a moment ago may not have leaders yet: metadata errors at start-up are retried a few times. */

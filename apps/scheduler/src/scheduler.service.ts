@@ -22,12 +22,14 @@ import { LazyKafkaAdmin, openMessaging, type Messaging } from '@tickwork/runtime
 import {
   FireLoop,
   FirePublisher,
+  PauseSweep,
   releaseThrough,
   ShardOwnership,
   SharedDueProbe,
   type FireLoopEvents,
 } from '@tickwork/scheduling';
 import {
+  BulkRepository,
   ClusterStatsRepository,
   FireRepository,
   HistoryRepository,
@@ -59,6 +61,9 @@ import {
   type Telemetry,
 } from '@tickwork/telemetry';
 import { ClusterSampler } from './cluster-sampler';
+
+/** How often the scheduler resumes jobs whose pause-until has come: a pause ends at most this late. */
+const PAUSE_SWEEP_EVERY_MS = 1_000;
 
 /** The store's fire repository, observed: each claim's skips and parked jobs feed the metrics. */
 class MeteredFireRepository extends FireRepository {
@@ -94,6 +99,7 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
   /** Kafka admin for the readiness probe and the lag sampler. */
   private readonly admin = new LazyKafkaAdmin(() => this.messaging?.bus);
   private sampler: ClusterSampler | undefined;
+  private pauseSweep: PauseSweep | undefined;
   private readonly metrics: SchedulerMetrics;
   /** Fire lines (debug) go to pino directly, so their fields are built only when enabled. */
   private readonly fireLog: PinoLogger;
@@ -215,6 +221,19 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
     );
     await this.joinGroup();
     for (const loop of this.loops) loop.start();
+    const bulk = new BulkRepository(this.pool);
+    this.pauseSweep = new PauseSweep({
+      everyMs: PAUSE_SWEEP_EVERY_MS,
+      batchSize: 500,
+      shards: () => ownership.claimable().map((s) => s.shard),
+      resume: async (shards, limit) => (await bulk.resumeExpiredPauses(shards, limit, c.instanceId)).length,
+      onResumed: (n) => this.log.log(`resumed ${n} job(s) whose pause-until has come`),
+      onError: (e) => {
+        this.metrics.error('pause-sweep');
+        this.log.warn(`resuming jobs whose pause-until has come failed (retried): ${e.message}`);
+      },
+    });
+    this.pauseSweep.start();
     this.sampler = new ClusterSampler(
       new ClusterStatsRepository(this.pool),
       () => this.admin.get(),
@@ -474,6 +493,7 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
 
   async beforeApplicationShutdown(): Promise<void> {
     this.stopped = true;
+    await this.pauseSweep?.stop();
     await this.sampler?.stop();
     await Promise.all(this.loops.map((l) => l.stop()));
     await this.consumer?.stop().catch(() => undefined);

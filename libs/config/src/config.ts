@@ -90,6 +90,11 @@ export interface TickworkConfig {
      * ahead past slow fires stops there (the memory bound per assigned partition).
      */
     readonly heldBytesPerPartition: number;
+    /**
+     * After an assignment, how long overdue fires wait for the other assigned partitions that have
+     * fires waiting, so that a backlog starts in due order across partitions; 0 = no wait.
+     */
+    readonly backlogSettleMs: number;
     /** On shutdown, how long running fires get to finish before they are aborted and their leases released. */
     readonly drainMs: number;
     /** Finished runs older than this are purged from job_runs; fires older than this are refused. */
@@ -204,6 +209,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       memberName: memberName(r, 'TICKWORK_EXECUTOR_MEMBER_NAME'),
       fetchBytesPerPartition: r.int('TICKWORK_EXECUTOR_FETCH_BYTES', 256 * 1024, 1_024, 64 * 1024 * 1024),
       heldBytesPerPartition: r.int('TICKWORK_EXECUTOR_HELD_BYTES', 2 * 1024 * 1024, 1_024, 1024 ** 3),
+      backlogSettleMs: r.int('TICKWORK_EXECUTOR_BACKLOG_SETTLE_MS', 1_500, 0, 30_000),
       drainMs: r.int('TICKWORK_EXECUTOR_DRAIN_MS', 10_000, 0, 600_000),
       runRetentionMs: duration(r, 'TICKWORK_RUN_RETENTION', '30d', 60_000),
       runPurgeIntervalMs: duration(r, 'TICKWORK_RUN_PURGE_INTERVAL', '1m', 0),

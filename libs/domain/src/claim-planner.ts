@@ -2,6 +2,7 @@
  * What the scheduler does with one claimed job: which occurrences fire now (and when, after
  * jitter), which are skipped or coalesced and why, and when the job is next due.
  */
+import { resumeSkipReason } from './bulk-action';
 import { LATEST_INSTANT_MS } from './instant';
 import type { ClaimableJob } from './job';
 import {
@@ -116,10 +117,13 @@ export function planDueOccurrences(
   opts: ClaimPlanOptions,
   previousFireInFlight = false,
 ): DueOccurrencePlan {
+  // A resume that chose what to do with the occurrences missed while paused: the same planner,
+  // under that choice instead of the job's policy (one path for every missed occurrence).
+  const resumed = job.resumeCatchUp ?? null;
   const rules = {
-    misfire: job.policies.misfire,
-    catchUpWindowMs: job.policies.catchUpWindowMs,
-    maxCatchUp: opts.maxCatchUp,
+    misfire: resumed ? resumed.missed : job.policies.misfire,
+    catchUpWindowMs: resumed ? resumed.windowMs : job.policies.catchUpWindowMs,
+    maxCatchUp: resumed ? Math.min(resumed.limit, opts.maxCatchUp) : opts.maxCatchUp,
     lateToleranceMs: onTimeToleranceMs(job.policies, opts.lateToleranceMs ?? DEFAULT_LATE_TOLERANCE_MS),
   };
   const nominalShiftMs = job.nextNominalAt?.getTime() === nominal.getTime() ? (job.nextDstShiftMs ?? 0) : 0;
@@ -149,7 +153,7 @@ export function planDueOccurrences(
   const at = (d: Date, dstShiftMs = 0) =>
     occurrenceAt(job.jobId, job.schedule, job.policies, d, opts.herdJitterMs, dstShiftMs);
   const skips = plan.skipped.map((s) => ({
-    reason: s.reason as string,
+    reason: resumed ? resumeSkipReason(s.reason) : (s.reason as string),
     firstNominal: s.firstNominal,
     lastNominal: s.lastNominal,
     occurrences: s.count,

@@ -13,3 +13,4 @@ export * from './job-wire';
 export * from './schedule';
 export * from './claim-planner';
 export * from './quota';
+export * from './bulk-action';

@@ -1,5 +1,6 @@
 /** Jobs: what to fire (target + payload), when (schedule), and how (policies). */
 import type { FenceToken } from './fence';
+import type { ResumeCatchUp } from './bulk-action';
 import type { JobPolicies } from './policies';
 import type { Schedule } from './schedule/schedule';
 import type { Target } from './target';
@@ -38,6 +39,13 @@ export interface Job extends JobDefinition {
   readonly fenceToken: FenceToken;
   readonly firesCount: number;
   readonly version: number;
+  /** A PAUSED job paused with `until`: the scheduler resumes it by itself at this instant. */
+  readonly pausedUntil?: Date | null;
+  /**
+   * Set by a resume that chose what to do with the occurrences missed while paused; the next
+   * claim plans them under it instead of the job's misfire policy, then clears it.
+   */
+  readonly resumeCatchUp?: ResumeCatchUp | null;
   readonly createdAt: Date;
   readonly updatedAt: Date;
 }

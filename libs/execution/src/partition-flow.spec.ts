@@ -505,4 +505,102 @@ describe('PartitionFlow', () => {
       expect(proc.started).toEqual(['1', '2']);
     });
   });
+  it('starts a backlog of one partition most overdue first, each job in its partition order', async () => {
+    const proc = new GroupingProcessor();
+    const flow = new PartitionFlow(new Control(), new Slots(10), proc);
+    const base = Date.now() - 60_000;
+    const jobs: Record<number, [string, number]> = { 1: ['a', 5], 2: ['b', 6], 3: ['a', 1], 4: ['c', 2] };
+    const { batch } = batchOf('fires', 0, [1, 2, 3, 4], (o) => ({
+      'tickwork-due-at': String(base + jobs[o]![1] * 1_000),
+    }));
+    const keyed = {
+      ...batch,
+      messages: batch.messages.map((m) => ({ ...m, key: Buffer.from(jobs[Number(m.offset)]![0]) })),
+    };
+    await flow.onBatch(keyed);
+    await tick();
+    // By due: 3 (a, +1 s), 4 (c, +2 s), 1 (a, +5 s), 2 (b, +6 s); job a keeps 1 before 3.
+    expect(proc.groups).toEqual([['1', '4', '3', '2']]);
+  });
+
+  describe('after an assignment, with a backlog settle time', () => {
+    const overdue = (base: number) => (o: number) => ({ 'tickwork-due-at': String(base + (o % 10) * 1_000) });
+
+    it('holds a backlog until the other partitions with fires waiting have given theirs, then starts all in due order', async () => {
+      const proc = new GroupingProcessor();
+      const flow = new PartitionFlow(new Control(), new Slots(10), proc, {}, { backlogSettleMs: 60_000 });
+      const base = Date.now() - 30_000;
+      flow.onAssignment(new Map([['fires', [0, 1, 2]]]));
+      expect(flow.settling).toBe(true);
+      // Partitions 0 and 1 have fires waiting; 2 is caught up.
+      flow.expectBacklog(new Map([['fires', [0, 1]]]));
+      // Partition 0's backlog (due +5 s, +6 s) comes first: held, since 1 has not been heard from.
+      await flow.onBatch(batchOf('fires', 0, [5, 6], overdue(base)).batch);
+      await tick();
+      expect(proc.started).toEqual([]);
+      // Partition 1's (due +1 s, +2 s) comes a fetch later: both start together, most overdue first.
+      await flow.onBatch(batchOf('fires', 1, [11, 12], overdue(base)).batch);
+      await tick();
+      expect(flow.settling).toBe(false);
+      expect(proc.groups).toEqual([['11', '12', '5', '6']]);
+    });
+
+    it('starts fires on time at once, and the held backlog when the settle time is up', async () => {
+      const proc = new GroupingProcessor();
+      const flow = new PartitionFlow(new Control(), new Slots(10), proc, {}, { backlogSettleMs: 50 });
+      flow.onAssignment(new Map([['fires', [0, 1, 2]]]));
+      flow.expectBacklog(new Map([['fires', [0, 1]]]));
+      await flow.onBatch(batchOf('fires', 2, [21], () => ({ 'tickwork-due-at': String(Date.now()) })).batch);
+      expect(proc.started).toEqual(['21']);
+      await flow.onBatch(batchOf('fires', 0, [3], overdue(Date.now() - 30_000)).batch);
+      await tick();
+      expect(proc.started).toEqual(['21']);
+      // Partition 1 never answers: the settle time bounds the wait.
+      const deadline = Date.now() + 5_000;
+      while (!proc.started.includes('3') && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 10));
+      expect(proc.started).toEqual(['21', '3']);
+      expect(flow.settling).toBe(false);
+    });
+
+    it('does not wait when every partition with fires waiting was heard from before the lag was known', async () => {
+      const proc = new GroupingProcessor();
+      const flow = new PartitionFlow(new Control(), new Slots(10), proc, {}, { backlogSettleMs: 60_000 });
+      flow.onAssignment(new Map([['fires', [0, 1]]]));
+      await flow.onBatch(batchOf('fires', 1, [12], overdue(Date.now() - 30_000)).batch);
+      await tick();
+      expect(proc.started).toEqual([]);
+      flow.expectBacklog(new Map([['fires', [1]]]));
+      await tick();
+      expect(proc.started).toEqual(['12']);
+      expect(flow.settling).toBe(false);
+    });
+
+    it('does not settle an assignment that follows another (an ordinary rebalance)', async () => {
+      const proc = new GroupingProcessor();
+      const flow = new PartitionFlow(new Control(), new Slots(10), proc, {}, { backlogSettleMs: 60_000 });
+      flow.onAssignment(new Map([['fires', [0]]]));
+      flow.expectBacklog(new Map([['fires', []]]));
+      expect(flow.settling).toBe(false);
+      flow.onAssignment(new Map([['fires', [0, 1]]]));
+      expect(flow.settling).toBe(false);
+      await flow.onBatch(batchOf('fires', 1, [5], overdue(Date.now() - 30_000)).batch);
+      await tick();
+      expect(proc.started).toEqual(['5']);
+      // After the consumer lost the group (an empty assignment), the next one settles again.
+      flow.onAssignment(new Map());
+      flow.onAssignment(new Map([['fires', [0, 1]]]));
+      expect(flow.settling).toBe(true);
+    });
+
+    it('without a settle time, a backlog starts as it comes', async () => {
+      const proc = new GroupingProcessor();
+      const flow = new PartitionFlow(new Control(), new Slots(10), proc);
+      flow.onAssignment(new Map([['fires', [0, 1]]]));
+      expect(flow.settling).toBe(false);
+      await flow.onBatch(batchOf('fires', 0, [5], overdue(Date.now() - 30_000)).batch);
+      await tick();
+      expect(proc.started).toEqual(['5']);
+    });
+  });
 });

@@ -15,11 +15,15 @@
  * (the memory bound), or while any of its messages waits for a delivery slot (the concurrency
  * bound: a backlog waits in Kafka, not here), and resumes below both.
  *
- * Messages are handed to the processor with bounded concurrency (the shared Slots), in partition
- * order. Across partitions they start in order of due time (the `tickwork-due-at` header, else the
+ * Messages are handed to the processor with bounded concurrency (the shared Slots). Within a
+ * partition, fires on time start in partition order and a backlog most overdue first (each job
+ * keeping its partition order). Across partitions they start in order of due time (the `tickwork-due-at` header, else the
  * message's timestamp): the batches one fetch brings are merged by due time into the free slots,
  * and a partition waiting for a slot waits with the due time of its next message, so after an
- * outage the most overdue fires of all partitions start first. A message that must wait — a retry before its not-before, a run leased elsewhere, an
+ * outage the most overdue fires of all partitions start first. After an assignment, an overdue
+ * batch waits (at most `backlogSettleMs`) for the first batches of the other partitions that have
+ * messages waiting, so a backlog the partitions hand over one fetch apart still starts in due
+ * order. A message that must wait — a retry before its not-before, a run leased elsewhere, an
  * infrastructure error — is parked on a timer without a slot, and the messages after it go on.
  * Per job (the message key), fires start in partition order: one of a job that is parked before
  * its first start holds the later ones of the same job, and only those. Once started, fires of one
@@ -64,6 +68,12 @@ export interface FlowEvents {
 export interface FlowOptions {
   /** Bytes (estimated) a partition may hold from its oldest unfinished message on before it stops fetching. */
   readonly maxHeldBytes?: number;
+  /**
+   * After an assignment, how long a backlog (overdue fires) may wait for the first batches of the
+   * other partitions that have messages waiting (see `expectBacklog`), so that it starts in due
+   * order across them; 0 = it starts as it comes (default).
+   */
+  readonly backlogSettleMs?: number;
   readonly now?: () => number;
 }
 
@@ -175,7 +185,21 @@ export class PartitionFlow {
   private readonly abort = new AbortController();
   private idle: (() => void)[] = [];
   private readonly maxHeldBytes: number;
+  private readonly backlogSettleMs: number;
   private readonly now: () => number;
+  /**
+   * While an assignment's backlog settles: the partitions with messages waiting whose first batch
+   * has not come yet (null until `expectBacklog` says which), the partitions heard from, and the
+   * overdue work held meanwhile. See `onAssignment`.
+   */
+  private settle:
+    | {
+        pending: Set<string> | null;
+        readonly heard: Set<string>;
+        readonly held: Set<PartitionWork>;
+        readonly timer: NodeJS.Timeout;
+      }
+    | undefined;
 
   constructor(
     private readonly control: FlowControl,
@@ -185,6 +209,7 @@ export class PartitionFlow {
     opts: FlowOptions = {},
   ) {
     this.maxHeldBytes = opts.maxHeldBytes ?? DEFAULT_MAX_HELD_BYTES;
+    this.backlogSettleMs = opts.backlogSettleMs ?? 0;
     this.now = opts.now ?? Date.now;
   }
 
@@ -199,6 +224,7 @@ export class PartitionFlow {
     }
     this.lastBatch = batch;
     const key = keyOf(batch.topic, batch.partition);
+    if (this.settle) this.heardFrom(key);
     let w = this.work.get(key);
     let from = 0;
     if (w) {
@@ -234,9 +260,17 @@ export class PartitionFlow {
     w.batch = batch;
     w.next = Number(messages[messages.length - 1]!.offset) + 1;
     for (const e of chunk.entries) this.route(w, e);
+    const overdue = chunk.entries[0]!.due < this.now() - BACKLOG_AGE_MS;
+    if (this.settle && (overdue || this.settle.held.has(w))) {
+      // Held until the other partitions' backlogs are here too (or the settle time is up).
+      this.settle.held.add(w);
+      this.regulate(w);
+      this.endSettleIfHeardAll();
+      return;
+    }
     // A backlog (fires overdue) starts on the next turn, merged by due time with the other
     // partitions' batches of the same fetch; fires on time start at once.
-    if (!this.dispatchScheduled && chunk.entries[0]!.due >= this.now() - BACKLOG_AGE_MS) {
+    if (!this.dispatchScheduled && !overdue) {
       this.pump(w);
       return;
     }
@@ -255,7 +289,8 @@ export class PartitionFlow {
    */
   private dispatchFresh(): void {
     this.dispatchScheduled = false;
-    const parts = [...this.fresh];
+    const held = this.settle?.held;
+    const parts = [...this.fresh].filter((w) => !held?.has(w));
     this.fresh.clear();
     // Slots handed to these partitions are pooled: whichever partition's fire is most overdue uses them.
     let slots = 0;
@@ -264,6 +299,9 @@ export class PartitionFlow {
       w.granted = 0;
     }
     const live = parts.filter((w) => !w.discarded && w.ready.length > 0);
+    // Within a partition too, the most overdue start first: a claim that caps each tenant's share
+    // puts an older fire of one tenant after newer ones of another. Each job keeps its order.
+    for (const w of live) if (w.ready.length > 1) inDueOrderPerJob(w.ready);
     if (this.processor.processMany && !this.stopping && !this.suspended && live.length > 0) {
       const taken = new Map<PartitionWork, number>(live.map((w) => [w, 0]));
       const picked: { w: PartitionWork; e: Entry }[] = [];
@@ -320,6 +358,21 @@ export class PartitionFlow {
   onAssignment(assignment: ReadonlyMap<string, readonly number[]>): void {
     const keys = new Set<string>();
     for (const [topic, partitions] of assignment) for (const p of partitions) keys.add(keyOf(topic, p));
+    // An assignment's backlog starts in due order across its partitions: the partitions'
+    // first batches come one fetch or more apart (after a broker restart, seconds apart while
+    // their leaders come back), and the first to come would otherwise go out whole before the
+    // others' older fires. Overdue batches wait for the partitions `expectBacklog` names (or
+    // the settle time); fires on time do not wait.
+    // Only an assignment that starts from nothing settles (the first, or the one after the consumer
+    // lost the group, as in a broker restart): a member that keeps partitions through an ordinary
+    // rebalance (a rolling deploy, a member's death) goes on without waiting.
+    const fromNothing = this.assigned === null || this.assigned.size === 0;
+    this.endSettle();
+    if (this.backlogSettleMs > 0 && fromNothing && keys.size > 0 && !this.stopping) {
+      const timer = setTimeout(() => this.endSettle(), this.backlogSettleMs);
+      timer.unref?.();
+      this.settle = { pending: null, heard: new Set(), held: new Set(), timer };
+    }
     for (const w of [...this.work.values()]) {
       if (keys.has(w.key)) continue;
       this.discard(w);
@@ -335,6 +388,55 @@ export class PartitionFlow {
   }
 
   /**
+   * Which partitions of the assignment have messages waiting (committed offset below the end):
+   * an assignment's backlog waits for their first batches, at most the settle time. Partitions
+   * heard from already count as here.
+   */
+  expectBacklog(partitions: ReadonlyMap<string, readonly number[]>): void {
+    const settle = this.settle;
+    if (!settle || settle.pending !== null) return;
+    settle.pending = new Set();
+    for (const [topic, ps] of partitions)
+      for (const p of ps) {
+        const key = keyOf(topic, p);
+        if ((this.assigned?.has(key) ?? false) && !settle.heard.has(key)) settle.pending.add(key);
+      }
+    this.endSettleIfHeardAll();
+  }
+
+  /** Whether an assignment's backlog is still waiting for partitions (see `expectBacklog`). */
+  get settling(): boolean {
+    return this.settle !== undefined;
+  }
+
+  private heardFrom(key: string): void {
+    this.settle!.heard.add(key);
+    this.settle!.pending?.delete(key);
+  }
+
+  private endSettleIfHeardAll(): void {
+    if (this.settle?.pending?.size === 0) this.endSettle();
+  }
+
+  /** The held backlog starts, merged by due time across its partitions. */
+  private endSettle(): void {
+    const settle = this.settle;
+    if (!settle) return;
+    this.settle = undefined;
+    clearTimeout(settle.timer);
+    let any = false;
+    for (const w of settle.held) {
+      if (w.discarded) continue;
+      this.fresh.add(w);
+      any = true;
+    }
+    if (any && !this.dispatchScheduled) {
+      this.dispatchScheduled = true;
+      setImmediate(() => this.dispatchFresh());
+    }
+  }
+
+  /**
    * Stops taking work at once: parked messages are dropped (re-delivered to whoever owns the
    * partition next); running ones go on. A stopping executor calls this, leaves the group (so
    * its partitions move now, not after the drain) and then `stop`s.
@@ -342,6 +444,8 @@ export class PartitionFlow {
   quiesce(): void {
     if (this.stopping) return;
     this.stopping = true;
+    if (this.settle) clearTimeout(this.settle.timer);
+    this.settle = undefined;
     for (const w of this.work.values())
       for (const c of w.chunks) for (const e of c.entries) this.unpark(e, 'dropped');
   }
@@ -465,6 +569,12 @@ export class PartitionFlow {
   }
 
   private pump(w: PartitionWork): void {
+    // A backlog held while the assignment settles starts when it has (endSettle).
+    if (this.settle?.held.has(w)) {
+      for (; w.granted > 0; w.granted--) this.slots.release();
+      this.regulate(w);
+      return;
+    }
     // No new work while a rebalance may be taking partitions away; the assignment pumps again.
     while (w.ready.length > 0 && !w.discarded && !this.stopping && !this.suspended) {
       if (this.processor.processMany && w.ready.length > 1) {
@@ -665,6 +775,34 @@ function dueOf(message: InboundMessage): number {
 }
 
 /** The job of a message (its key), kept on the entry; none for a message without a key. */
+/**
+ * Reorders `entries` (in place) by due time, stable, keeping each job's entries in their order:
+ * the jobs' entries are sorted as a whole, then each job takes the places its entries got, in
+ * its own order. Entries without a key are each a job of their own.
+ */
+function inDueOrderPerJob(entries: Entry[]): void {
+  let sorted = true;
+  for (let i = 1; i < entries.length && sorted; i++) sorted = entries[i - 1]!.due <= entries[i]!.due;
+  if (sorted) return;
+  const order = entries.map((e, i) => ({ e, i })).sort((a, b) => a.e.due - b.e.due || a.i - b.i);
+  const perJob = new Map<string, Entry[]>();
+  for (const e of entries) {
+    const job = jobOf(e);
+    if (job !== undefined) (perJob.get(job) ?? perJob.set(job, []).get(job)!).push(e);
+  }
+  const taken = new Map<string, number>();
+  for (let k = 0; k < order.length; k++) {
+    const job = jobOf(order[k]!.e);
+    if (job === undefined) {
+      entries[k] = order[k]!.e;
+      continue;
+    }
+    const n = taken.get(job) ?? 0;
+    taken.set(job, n + 1);
+    entries[k] = perJob.get(job)![n]!;
+  }
+}
+
 function jobOf(e: Entry): string | undefined {
   const key = e.message?.key;
   if (e.job === undefined && key) e.job = key.toString('latin1');

@@ -60,3 +60,10 @@ export {
   type LagSource,
   type ShardView,
 } from './insight-service';
+export {
+  BulkActionService,
+  BULK_SAMPLE_SIZE,
+  DEFAULT_BULK_WINDOW,
+  decide as decideBulkWindow,
+  type BulkActionResult,
+} from './bulk-service';

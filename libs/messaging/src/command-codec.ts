@@ -112,6 +112,16 @@ export class CommandCodec {
         reason: `cannot decode with schema id ${schemaId}: ${(e as Error).message}`,
       };
     }
+    // avsc reads an Avro map into a plain object, where a key "__proto__" sets nothing: the entry
+    // would vanish without a word. Its bytes (zigzag length 9, then the text) still show it was sent.
+    if (bytes.includes(PROTO_KEY_BYTES, 5) && !holdsText(value, '__proto__')) {
+      return {
+        ok: false,
+        failure: 'INVALID_COMMAND',
+        reason:
+          'job: a map key "__proto__" (a label or a target header) is refused: it cannot be read as a key',
+      };
+    }
     return commandFromAvro(value);
   }
 
@@ -119,6 +129,17 @@ export class CommandCodec {
   async encode(command: DecodedScheduleCommand): Promise<Buffer> {
     return this.registry.encode(this.schemaId, commandToAvro(command));
   }
+}
+
+/** An Avro string "__proto__": its length 9 as a zigzag varint (0x12), then its UTF-8 bytes. */
+const PROTO_KEY_BYTES = Buffer.concat([Buffer.from([0x12]), Buffer.from('__proto__', 'utf8')]);
+
+/** Whether `text` is a string somewhere in the decoded value (a value, so not a dropped key). */
+function holdsText(value: unknown, text: string, depth = 0): boolean {
+  if (value === text) return true;
+  if (!value || typeof value !== 'object' || depth > 64) return false;
+  if (Buffer.isBuffer(value)) return false;
+  return Object.values(value as Record<string, unknown>).some((v) => holdsText(v, text, depth + 1));
 }
 
 function commandFromAvro(value: unknown): CommandDecodeResult {

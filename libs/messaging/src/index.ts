@@ -13,6 +13,16 @@ export type {
   TopicSpec,
 } from './ports';
 export { createKafkaBus, isBrokerError, type KafkaConnection, type BusLogger } from './kafkajs/kafkajs-bus';
+export {
+  installKafkajsPatches,
+  kafkajsPatchReport,
+  assertKafkajsVersion,
+  KAFKAJS_PATCHES,
+  KAFKAJS_VERSION,
+  type KafkajsPatch,
+  type KafkajsPatchReport,
+  type PatchLogger,
+} from './kafkajs/patches';
 export { tickworkTopicSpecs, provisionTopics, TopicLayoutError, type TopicLayout } from './topics';
 export { replicationLayoutProblems, type ReplicationLayout } from './replication';
 export {

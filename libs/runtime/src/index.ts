@@ -1,2 +1,3 @@
 export { openDatabase, openMessaging, waitFor, type Messaging } from './infrastructure';
 export { LazyKafkaAdmin } from './kafka-admin';
+export { observeKafkajsPatches, KAFKAJS_PATCH_INFO } from './kafkajs-patch-metric';

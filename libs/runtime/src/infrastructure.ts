@@ -13,6 +13,7 @@ import {
 } from '@tickwork/messaging';
 import { LogThrottle } from '@tickwork/telemetry';
 import { createPool, ensureDatabase, migrate, type Pool, type PoolOptions } from '@tickwork/store';
+import { observeKafkajsPatches } from './kafkajs-patch-metric';
 
 /** Opens the database: creates it if missing and applies pending migrations. */
 export async function openDatabase(config: TickworkConfig, opts: PoolOptions = {}): Promise<Pool> {
@@ -43,6 +44,7 @@ function withoutRepeats(log: BusLogger): BusLogger {
 /** Connects to Kafka, provisions Tickwork's topics and registers the event schemas. */
 export async function openMessaging(config: TickworkConfig, log?: BusLogger): Promise<Messaging> {
   const bus = createKafkaBus(config.kafka, log && withoutRepeats(log));
+  observeKafkajsPatches();
   const admin = await bus.admin();
   try {
     const specs = tickworkTopicSpecs(config.topics, {

@@ -41,6 +41,24 @@ export class LazyKafkaAdmin {
     }
   }
 
+  /**
+   * Committed and end offsets of `groupId` on `topic`, per partition; like `probe`, a failure on
+   * a connection that was already open is retried once on a fresh one.
+   */
+  async groupLag(
+    groupId: string,
+    topic: string,
+  ): Promise<{ partition: number; committed: string; end: string }[]> {
+    const reused = this.admin !== undefined;
+    try {
+      return await (await this.get()).groupLag(groupId, topic);
+    } catch (e) {
+      await this.close();
+      if (!reused) throw e;
+      return await (await this.get()).groupLag(groupId, topic);
+    }
+  }
+
   /** Disconnects; a connection attempt still retrying against an unreachable broker is not waited for. */
   async close(): Promise<void> {
     const admin = this.admin;

@@ -1,6 +1,7 @@
 export { createPool, ensureDatabase, inTransaction, isSessionLoss, type PoolOptions } from './database';
 export { isTransientDatabaseError } from './transient-error';
 export { migrate, listMigrations, type Migration } from './migrate';
+export { dumpFreshSchema, dumpSchema, normaliseSchemaDump, SCHEMA_DUMP_PATH } from './schema-dump';
 export { JobRepository, JobAlreadyExistsError, type NewJob } from './repositories/job.repository';
 export {
   FireRepository,
@@ -59,3 +60,11 @@ export {
   type LatenessRow,
   type LatenessReport,
 } from './repositories/insight.repository';
+export {
+  BulkRepository,
+  type BulkCandidate,
+  type BulkJobOutcome,
+  type BulkScope,
+  type BulkWindowChange,
+  type ResumedPause,
+} from './repositories/bulk.repository';

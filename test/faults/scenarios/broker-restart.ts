@@ -5,6 +5,7 @@
  * (no fire due more than 1 s later arriving before one due earlier), under their misfire policy
  * (an occurrence not fired is recorded as skipped), nothing lost or early.
  */
+import { writeFileSync } from 'node:fs';
 import { recoveryMs, type Verdict } from '../harness/oracle';
 import { runScenario, seconds, type Scenario } from '../harness/scenario';
 import { sleep } from '../harness/wait';
@@ -114,6 +115,24 @@ export const brokerRestart: Scenario = {
           run.details.downMs = back - down;
           run.details.backlog = backlog.length;
           run.details.inversions = inv;
+          // Every backlog fire (due, arrival, partition, executor), for a look at what is out of order.
+          if (process.env.TICKWORK_FAULTS_DUMP)
+            writeFileSync(
+              process.env.TICKWORK_FAULTS_DUMP,
+              JSON.stringify({
+                down,
+                back,
+                backlog: backlog.map((v) => ({
+                  job: v.occ.jobId,
+                  nominal: v.occ.nominal,
+                  due: due.get(v),
+                  arrival: v.firstArrival,
+                  partition: v.partition,
+                  claimedBy: v.claimedBy,
+                  runOwner: v.runOwner,
+                })),
+              }),
+            );
         };
       },
     );

@@ -5,6 +5,7 @@ import { GrpcMethod } from '@nestjs/microservices';
 import type { ApiListenConfig, TenantRegistry, TickworkConfig } from '@tickwork/config';
 import { ValidationError, type JsonValue } from '@tickwork/domain';
 import {
+  BulkActionService,
   InsightService,
   JobHistoryService,
   JobService,
@@ -48,6 +49,7 @@ export class AdminGrpcController {
     private readonly jobs: JobService,
     private readonly history: JobHistoryService,
     private readonly insight: InsightService,
+    private readonly bulk: BulkActionService,
     private readonly auth: Authenticator,
     @Inject(CONFIG) private readonly config: TickworkConfig,
     @Inject(LISTEN) private readonly listen: ApiListenConfig,
@@ -117,6 +119,47 @@ export class AdminGrpcController {
           .then((j) => jobToProto(j)),
       (p) => protoFieldPath('job', p, wire),
       { action: 'UpdateJob', jobId: str(job.job_id) },
+    );
+  }
+
+  @GrpcMethod('SchedulerAdmin', 'BulkAction')
+  bulkAction(req: Msg, md: Metadata, call: Call): Promise<Msg> {
+    return this.serve(
+      md,
+      call,
+      async (c) => {
+        for (const f of ['action', 'missed'] as const)
+          if (typeof req[f] === 'number')
+            throw new ValidationError([{ field: f, message: `${req[f]} is not a value this API defines` }]);
+        // Proto defaults (0, empty, UNSPECIFIED) mean "not given", as on REST an absent field.
+        const action = str(req.action).replace(/^BULK_ACTION_KIND_/, '');
+        const missed = str(req.missed).replace(/^MISSED_OCCURRENCES_/, '');
+        const window = num(req.catch_up_window_ms) ?? Number(req.catch_up_window_ms ?? 0);
+        const limit = num(req.catch_up_limit) ?? 0;
+        const r = await this.bulk.run(c, {
+          action: action === 'UNSPECIFIED' ? '' : action,
+          label_selector: str(req.label_selector),
+          ...(str(req.tenant_id) !== '' ? { tenant_id: str(req.tenant_id) } : {}),
+          dry_run: req.dry_run === true,
+          ...(req.until ? { until: isoFromTimestamp(req.until) } : {}),
+          ...(missed !== '' && missed !== 'UNSPECIFIED' ? { missed } : {}),
+          ...(window > 0 ? { catch_up_window_ms: window } : {}),
+          ...(limit > 0 ? { catch_up_limit: limit } : {}),
+        });
+        return {
+          bulk_action_id: r.bulkActionId,
+          action: `BULK_ACTION_KIND_${r.action}`,
+          dry_run: r.dryRun,
+          matched: r.matched,
+          changed: r.changed,
+          unchanged: r.unchanged,
+          failed: r.failed,
+          sample_job_ids: [...r.sampleJobIds],
+          failures: r.failures.map((f) => ({ job_id: f.jobId, code: f.code, message: f.message })),
+        };
+      },
+      undefined,
+      { action: 'BulkAction', jobId: null },
     );
   }
 

@@ -311,6 +311,7 @@ export function jobToProto(job: Job, lastRun?: Run | null): Msg {
     etag: etagOf(job),
     create_time: timestamp(job.createdAt),
     update_time: timestamp(job.updatedAt),
+    ...(job.pausedUntil ? { paused_until: timestamp(job.pausedUntil) } : {}),
     ...(lastRun ? { last_run: runToProto(lastRun) } : {}),
   };
 }

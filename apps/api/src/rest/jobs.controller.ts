@@ -18,9 +18,11 @@ import type { TickworkConfig } from '@tickwork/config';
 import {
   instantRangeProblem,
   parseInstant,
+  parseLabelSelector,
   unstorableTextProblem,
   ValidationError,
   type JsonValue,
+  type LabelSelector,
 } from '@tickwork/domain';
 import {
   etagOf,
@@ -68,22 +70,10 @@ function labels(q: Query): Record<string, string> {
   return out;
 }
 
-/** `label_selector=team=data,env!=prod`: equalities and inequalities, comma-separated. */
-function labelSelector(q: Query): { equal: Record<string, string>; notEqual: Record<string, string> } {
-  const equal: Record<string, string> = {};
-  const notEqual: Record<string, string> = {};
+/** `label_selector=team=data,env!=prod`: equalities and inequalities, comma-separated (parseLabelSelector). */
+function labelSelector(q: Query): LabelSelector {
   const raw = one(q, 'label_selector');
-  if (!raw) return { equal, notEqual };
-  for (const term of raw.split(',').map((t) => t.trim())) {
-    if (term === '') continue;
-    const m = /^([^=!\s]+)\s*(!=|==|=)\s*(.*)$/.exec(term);
-    if (!m)
-      throw new ValidationError([
-        { field: 'label_selector', message: `"${term}" must be key=value or key!=value` },
-      ]);
-    (m[2] === '!=' ? notEqual : equal)[m[1]!] = m[3]!;
-  }
-  return { equal, notEqual };
+  return raw ? parseLabelSelector(raw) : { equal: {}, notEqual: {} };
 }
 
 @Controller('v1')

@@ -21,6 +21,7 @@ export function jobJson(job: Job, lastRun?: Run | null): Wire {
     ...wire,
     target: maskTargetSecrets(wire.target as Wire),
     etag: etagOf(job),
+    ...(job.pausedUntil ? { paused_until: job.pausedUntil.toISOString() } : {}),
     ...(lastRun !== undefined ? { last_run: lastRun ? runJson(lastRun) : null } : {}),
   };
 }

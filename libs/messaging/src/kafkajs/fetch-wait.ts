@@ -34,12 +34,11 @@ export function chooseFetchWait(group: FetchingGroup): void {
   g.maxWaitTime = g.subscriptionState.paused().length > 0 ? Math.min(paused, idle) : idle;
 }
 
-let patched = false;
+let patched: boolean | undefined;
 
-/** Wraps kafkajs's ConsumerGroup.fetch to choose its wait first, once per process. */
-export function usePausedFetchWait(): void {
-  if (patched) return;
-  patched = true;
+/** Wraps kafkajs's ConsumerGroup.fetch to choose its wait first, once per process; true when wrapped. */
+export function usePausedFetchWait(): boolean {
+  if (patched !== undefined) return patched;
   // A deep import: the class is not exported, and kafkajs's consumer builds its groups from it.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const ConsumerGroup = require('kafkajs/src/consumer/consumerGroup') as {
@@ -52,4 +51,6 @@ export function usePausedFetchWait(): void {
     chooseFetchWait(this);
     return fetch.call(this, nodeId);
   };
+  patched = ConsumerGroup.prototype.fetch !== fetch;
+  return patched;
 }

@@ -50,19 +50,21 @@ export function keepMemberIdAcrossRestarts(proto: GroupMethods): void {
   };
 }
 
-let installed = false;
+let installed: boolean | undefined;
 
-/** Installs the member-id carry-over on kafkajs's ConsumerGroup, once per process. */
-export function keepGroupMembersAcrossRestarts(): void {
-  if (installed) return;
-  installed = true;
+/** Installs the member-id carry-over on kafkajs's ConsumerGroup, once per process; true when installed. */
+export function keepGroupMembersAcrossRestarts(): boolean {
+  if (installed !== undefined) return installed;
   // A deep import: the class is not exported, and kafkajs's consumer builds its groups from it.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const ConsumerGroup = require('kafkajs/src/consumer/consumerGroup') as { prototype: Partial<GroupMethods> };
   const p = ConsumerGroup.prototype;
   if (typeof p.connect !== 'function' || typeof p.joinAndSync !== 'function' || typeof p.leave !== 'function')
     throw new Error('kafkajs ConsumerGroup lacks connect/joinAndSync/leave: review group-membership.ts');
+  const joinAndSync = p.joinAndSync;
   keepMemberIdAcrossRestarts(p as GroupMethods);
+  installed = p.joinAndSync !== joinAndSync;
+  return installed;
 }
 
 /**
@@ -154,12 +156,11 @@ export function sendGroupInstanceIds(
   };
 }
 
-let brokersPatched = false;
+let brokersPatched: boolean | undefined;
 
-/** Installs the static-membership fields on kafkajs's Broker, once per process. */
-export function installStaticMembership(): void {
-  if (brokersPatched) return;
-  brokersPatched = true;
+/** Installs the static-membership fields on kafkajs's Broker, once per process; true when installed. */
+export function installStaticMembership(): boolean {
+  if (brokersPatched !== undefined) return brokersPatched;
   /* eslint-disable @typescript-eslint/no-require-imports -- deep imports: kafkajs does not export these */
   const Broker = require('kafkajs/src/broker') as { prototype: BrokerMethods & Record<symbol, unknown> };
   const { requests } = require('kafkajs/src/protocol/requests') as { requests: Record<string, unknown> };
@@ -181,8 +182,11 @@ export function installStaticMembership(): void {
       'kafkajs Broker internals changed (sendRequest / JoinGroup / LeaveGroup): review group-membership.ts',
     );
   const sendRequest = Broker.prototype[sendSymbol] as (this: unknown, r: ProtocolRequest) => Promise<unknown>;
+  const joinGroup = Broker.prototype.joinGroup;
   sendGroupInstanceIds(Broker.prototype, (broker, r) => sendRequest.call(broker, r), {
     joinGroup: [joinKey, requests.JoinGroup],
     leaveGroup: [leaveKey, requests.LeaveGroup],
   });
+  brokersPatched = Broker.prototype.joinGroup !== joinGroup;
+  return brokersPatched;
 }

@@ -1,22 +1,19 @@
-/** The messaging port implemented with kafkajs. Nothing outside this folder imports kafkajs. */
-// Before kafkajs: they put modules in place that kafkajs's producer and consumer capture when
-// they load.
+/**
+ * The messaging port implemented with kafkajs. Nothing outside this folder imports kafkajs, and
+ * this file loads it only in createKafkaBus, after installKafkajsPatches (patches.ts): the module
+ * stand-ins must be in place before kafkajs's producer and consumer capture their modules.
+ */
 import { producerPartitionCounts } from './partition-grouping';
-import './record-decoder';
-import './request-framing';
-import {
-  CompressionTypes,
-  ConfigResourceTypes,
+import type {
+  Consumer,
+  ConsumerRunConfig,
+  IHeaders,
   Kafka,
-  logLevel,
-  type Consumer,
-  type ConsumerRunConfig,
-  type IHeaders,
-  type KafkaConfig as KafkajsConfig,
-  type LogEntry,
-  type Message,
-  type Producer,
-  type SASLOptions,
+  KafkaConfig as KafkajsConfig,
+  LogEntry,
+  Message,
+  Producer,
+  SASLOptions,
 } from 'kafkajs';
 import type {
   ConsumerHandlers,
@@ -32,17 +29,11 @@ import type {
 } from '../ports';
 import { javaCompatiblePartitioner } from './partitioner';
 import { ProducerSession } from './producer-session';
-import { leanProduceRequests } from './produce-request';
-import { sizeRecordBuffers } from './record-encoding';
-import { fixIdleRequestQueueLoop } from './request-queue-idle';
+import { installKafkajsPatches } from './patches';
 import { chunkSend, MAX_REQUEST_RECORD_BYTES } from './send-chunks';
 import { unwrittenMessages } from './send-coverage';
-import { setPausedFetchWait, usePausedFetchWait } from './fetch-wait';
-import {
-  installStaticMembership,
-  keepGroupMembersAcrossRestarts,
-  useStaticMembership,
-} from './group-membership';
+import { setPausedFetchWait } from './fetch-wait';
+import { useStaticMembership } from './group-membership';
 
 export interface KafkaConnection {
   readonly brokers: readonly string[];
@@ -61,12 +52,23 @@ export type BusLogger = (
   extra: Record<string, unknown>,
 ) => void;
 
-const LEVEL_NAMES = {
-  [logLevel.ERROR]: 'error',
-  [logLevel.WARN]: 'warn',
-  [logLevel.INFO]: 'info',
-  [logLevel.DEBUG]: 'debug',
-} as const;
+type KafkajsModule = typeof import('kafkajs');
+let loaded: KafkajsModule | undefined;
+
+/** kafkajs itself, loaded (once) only after its patches are installed. */
+function loadKafkajs(log?: BusLogger): KafkajsModule {
+  if (loaded) return loaded;
+  installKafkajsPatches(log);
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded here so the patches come first
+  loaded = require('kafkajs') as KafkajsModule;
+  return loaded;
+}
+
+/** kafkajs, which createKafkaBus loaded before it built anything that uses this. */
+function kafkajs(): KafkajsModule {
+  if (!loaded) throw new Error('kafkajs used before createKafkaBus loaded it');
+  return loaded;
+}
 
 /** The longest pause between two retries of a Kafka request (producer, admin, consumer). */
 const CLIENT_MAX_RETRY_MS = 1_000;
@@ -84,12 +86,13 @@ export function isBrokerError(e: unknown): boolean {
 
 /** Opens a MessageBus over kafkajs. */
 export function createKafkaBus(conn: KafkaConnection, log?: BusLogger): MessageBus {
-  fixIdleRequestQueueLoop();
-  usePausedFetchWait();
-  keepGroupMembersAcrossRestarts();
-  installStaticMembership();
-  sizeRecordBuffers();
-  leanProduceRequests();
+  const { Kafka, logLevel } = loadKafkajs(log);
+  const levelNames = {
+    [logLevel.ERROR]: 'error',
+    [logLevel.WARN]: 'warn',
+    [logLevel.INFO]: 'info',
+    [logLevel.DEBUG]: 'debug',
+  } as const;
   const config: KafkajsConfig = {
     clientId: conn.clientId,
     brokers: [...conn.brokers],
@@ -100,7 +103,7 @@ export function createKafkaBus(conn: KafkaConnection, log?: BusLogger): MessageB
       () =>
       ({ level, log: entry }: LogEntry) => {
         const { message, ...extra } = entry;
-        const name = LEVEL_NAMES[level as keyof typeof LEVEL_NAMES] ?? 'info';
+        const name = levelNames[level as keyof typeof levelNames] ?? 'info';
         if (log) log(name, `kafkajs: ${message}`, extra);
       },
     // kafkajs's default backoff doubles up to 30 s: a client that failed through a broker restart
@@ -181,7 +184,7 @@ class KafkajsProducer implements MessageProducer {
       for (let attempt = 1; pending.length > 0; attempt++) {
         const topicMessages = pending;
         const answered = await this.session.run((p) =>
-          p.sendBatch({ topicMessages, acks: -1, compression: CompressionTypes.None }),
+          p.sendBatch({ topicMessages, acks: -1, compression: kafkajs().CompressionTypes.None }),
         );
         pending = unwrittenMessages(topicMessages, answered, (t) => producerPartitionCounts.get(t));
         if (pending.length === 0) break;
@@ -501,7 +504,7 @@ class KafkajsAdmin implements TopicAdmin {
     const configs = await this.admin.describeConfigs({
       includeSynonyms: false,
       resources: present.map((name) => ({
-        type: ConfigResourceTypes.TOPIC,
+        type: kafkajs().ConfigResourceTypes.TOPIC,
         name,
         configNames: [...configKeys],
       })),
@@ -566,7 +569,7 @@ class KafkajsAdmin implements TopicAdmin {
       validateOnly: false,
       resources: [
         {
-          type: ConfigResourceTypes.TOPIC,
+          type: kafkajs().ConfigResourceTypes.TOPIC,
           name,
           configEntries: Object.entries(configs).map(([n, value]) => ({ name: n, value })),
         },

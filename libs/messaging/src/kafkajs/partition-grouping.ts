@@ -50,5 +50,3 @@ export function groupMessagesPerPartition<M>({
 export function linearPartitionGrouping(): boolean {
   return standInModule(GROUPING_MODULE, () => groupMessagesPerPartition);
 }
-
-linearPartitionGrouping();

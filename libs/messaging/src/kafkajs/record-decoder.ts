@@ -158,5 +158,3 @@ export function leanRecordDecoding(): boolean {
     'kafkajs/src/protocol/recordBatch/v0/decoder',
   ]);
 }
-
-leanRecordDecoding();

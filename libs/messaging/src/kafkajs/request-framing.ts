@@ -52,5 +52,3 @@ export async function frameRequest({
 export function leanRequestFraming(): boolean {
   return standInModule(REQUEST_MODULE, () => frameRequest, ['kafkajs/src/network/connection']);
 }
-
-leanRequestFraming();

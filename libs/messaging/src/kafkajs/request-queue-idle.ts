@@ -66,12 +66,14 @@ export function scheduleRequestTimeoutCheck(this: TimedRequestQueue): void {
   );
 }
 
-let patched = false;
+let patched: boolean | undefined;
 
-/** Installs the fixed `scheduleCheckPendingRequests` and the slower timeout sweep on kafkajs's RequestQueue, once per process. */
-export function fixIdleRequestQueueLoop(): void {
-  if (patched) return;
-  patched = true;
+/**
+ * Installs the fixed `scheduleCheckPendingRequests` and the slower timeout sweep on kafkajs's
+ * RequestQueue, once per process; true when both are in place.
+ */
+export function fixIdleRequestQueueLoop(): boolean {
+  if (patched !== undefined) return patched;
   // A deep import: the class is not exported, and connections build their queues from this module.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const RequestQueue = require('kafkajs/src/network/requestQueue') as { prototype: Record<string, unknown> };
@@ -80,4 +82,8 @@ export function fixIdleRequestQueueLoop(): void {
       throw new Error(`kafkajs RequestQueue has no ${method}: review request-queue-idle.ts`);
   RequestQueue.prototype['scheduleCheckPendingRequests'] = scheduleCheckPendingRequests;
   RequestQueue.prototype['scheduleRequestTimeoutCheck'] = scheduleRequestTimeoutCheck;
+  patched =
+    RequestQueue.prototype['scheduleCheckPendingRequests'] === scheduleCheckPendingRequests &&
+    RequestQueue.prototype['scheduleRequestTimeoutCheck'] === scheduleRequestTimeoutCheck;
+  return patched;
 }

@@ -612,6 +612,8 @@ export class FireRepository {
                 next_nominal_at = v.nominal,
                 next_dst_shift_ms = v.shift,
                 status = v.status,
+                -- A resume's catch-up choice applies to this claim, the first after the resume.
+                resume_catch_up = NULL,
                 last_fired_at = CASE WHEN v.n > 0 THEN now() ELSE j.last_fired_at END,
                 updated_at = now()
            FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::timestamptz[], $5::text[], $13::int[]) AS v(job_id, n, next, nominal, status, shift)

@@ -564,7 +564,10 @@ class PgJobTransaction implements JobTransaction {
 
   async setStatus(status: 'PAUSED' | 'SCHEDULED', next?: PlannedOccurrence): Promise<Job> {
     const { rows } = await this.client.query<JobRow>(
+      // A pause or resume by hand ends a pause-until; a pause forgets an unclaimed catch-up choice.
       `UPDATE jobs SET status = $2, next_run_at = COALESCE($3, next_run_at), next_nominal_at = COALESCE($4, next_nominal_at),
+              paused_until = NULL, pause_resume = NULL,
+              resume_catch_up = CASE WHEN $2 = 'PAUSED' THEN NULL ELSE resume_catch_up END,
               next_dst_shift_ms = CASE WHEN $4::timestamptz IS NULL THEN next_dst_shift_ms ELSE $6 END,
               version = version + 1, updated_at = now(),
               trace_context = COALESCE($5::jsonb || jsonb_build_object('fence_token', fence_token), trace_context)

@@ -3,7 +3,9 @@ import {
   policiesFromWire,
   scheduleFromWire,
   targetFromWire,
+  MAX_RESUME_CATCH_UP,
   type ClaimableJob,
+  type ResumeCatchUp,
   type Job,
   type JobStatus,
   type JsonValue,
@@ -27,12 +29,14 @@ export interface JobRow {
   policies: Record<string, unknown>;
   labels: Record<string, string>;
   version: number;
+  paused_until?: Date | null;
+  resume_catch_up?: Record<string, unknown> | null;
   created_at: Date;
   updated_at: Date;
 }
 
 export const JOB_COLUMNS =
-  'job_id, tenant_id, shard, schedule, status, next_run_at, next_nominal_at, next_dst_shift_ms, fence_token, fires_count, target, payload, policies, labels, version, created_at, updated_at';
+  'job_id, tenant_id, shard, schedule, status, next_run_at, next_nominal_at, next_dst_shift_ms, fence_token, fires_count, target, payload, policies, labels, version, paused_until, resume_catch_up, created_at, updated_at';
 
 /** A jobs row as a domain Job. */
 export function jobFromRow(row: JobRow): Job {
@@ -40,6 +44,7 @@ export function jobFromRow(row: JobRow): Job {
     ...claimableJobFromRow(row),
     labels: row.labels,
     version: row.version,
+    pausedUntil: row.paused_until ?? null,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -47,9 +52,9 @@ export function jobFromRow(row: JobRow): Job {
 
 /** The columns a claim reads: a job without its bookkeeping fields (less to send and parse). */
 export const CLAIM_COLUMNS =
-  'job_id, tenant_id, shard, schedule, status, next_run_at, next_nominal_at, next_dst_shift_ms, fence_token, fires_count, target, payload, policies';
+  'job_id, tenant_id, shard, schedule, status, next_run_at, next_nominal_at, next_dst_shift_ms, fence_token, fires_count, target, payload, policies, resume_catch_up';
 
-export type ClaimRow = Omit<JobRow, 'labels' | 'version' | 'created_at' | 'updated_at'>;
+export type ClaimRow = Omit<JobRow, 'labels' | 'version' | 'created_at' | 'updated_at' | 'paused_until'>;
 
 /** A claimed jobs row (CLAIM_COLUMNS) as the domain's ClaimableJob. */
 export function claimableJobFromRow(row: ClaimRow): ClaimableJob {
@@ -68,7 +73,23 @@ export function claimableJobFromRow(row: ClaimRow): ClaimableJob {
     target: targetFromWire(row.target),
     payload: row.payload,
     policies: policiesFromWire(row.policies),
+    resumeCatchUp: resumeCatchUpFromRow(row.resume_catch_up),
   };
+}
+
+/** The stored catch-up choice of a resume (jobs.resume_catch_up), or null. */
+export function resumeCatchUpFromRow(v: Record<string, unknown> | null | undefined): ResumeCatchUp | null {
+  if (!v || typeof v !== 'object') return null;
+  const missed = v.missed;
+  if (missed !== 'SKIP' && missed !== 'FIRE_ONCE' && missed !== 'FIRE_ALL') return null;
+  const windowMs = typeof v.window_ms === 'number' ? v.window_ms : null;
+  const limit = typeof v.limit === 'number' ? v.limit : MAX_RESUME_CATCH_UP;
+  return { missed, windowMs, limit };
+}
+
+/** A resume's catch-up choice as jobs.resume_catch_up stores it. */
+export function resumeCatchUpToRow(c: ResumeCatchUp): Record<string, JsonValue> {
+  return { missed: c.missed, window_ms: c.windowMs, limit: c.limit };
 }
 
 export interface RunRow {

@@ -1,0 +1,74 @@
+/**
+ * Label-wide control at scale: seeds N jobs (half of them labelled team=payments) in a database
+ * of its own, then times a dry run, a bulk pause and a bulk resume of the labelled half through
+ * BulkActionService, with the event loop's delay measured during each (the windows must not
+ * stall it). `npm run bench:bulk` (BENCH_JOBS=1000000 by default; DATABASE_URL names the server).
+ */
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { BulkActionService, JobService, type Caller } from '@tickwork/jobs';
+import {
+  BulkRepository,
+  createPool,
+  ensureDatabase,
+  HistoryRepository,
+  JobRepository,
+  migrate,
+} from '@tickwork/store';
+
+async function main(): Promise<void> {
+  const server = new URL(process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/tickwork');
+  server.pathname = '/tickwork_bench_bulk';
+  const url = server.toString();
+  const n = Number(process.env.BENCH_JOBS ?? 1_000_000);
+  await ensureDatabase(url);
+  const pool = createPool(url);
+  try {
+    await migrate(pool);
+    await pool.query('TRUNCATE jobs, audit_events');
+    let t = Date.now();
+    await pool.query(
+      `INSERT INTO jobs (job_id, tenant_id, shard, schedule_kind, schedule, time_zone, status, next_run_at, next_nominal_at, target, payload, policies, labels)
+       SELECT 'job-' || lpad(i::text, 8, '0'), 'acme', i % 16, 'cron',
+              '{"kind":"cron","expression":"0 * * * *","time_zone":"UTC"}', 'UTC', 'SCHEDULED',
+              now() + interval '1 hour', now() + interval '1 hour', '{"type":"kafka","topic":"x"}', '{"a":1}', '{}',
+              jsonb_build_object('team', CASE WHEN i % 2 = 0 THEN 'payments' ELSE 'data' END, 'env', 'prod')
+         FROM generate_series(1, $1::int) i`,
+      [n],
+    );
+    await pool.query('ANALYZE jobs');
+    console.log(`seeded ${n} jobs in ${Date.now() - t} ms`);
+    const service = new BulkActionService(
+      new BulkRepository(pool),
+      new JobService(new JobRepository(pool), new HistoryRepository(pool), {
+        shardCount: 16,
+        herdJitterMs: 0,
+        limits: { minIntervalMs: 1_000, maxPayloadBytes: 262_144, maxJitterMs: 3_600_000 },
+      }),
+    );
+    const caller: Caller = { actor: 'bench', role: 'tenant', tenantId: 'acme', via: 'rest' };
+    for (const body of [
+      { action: 'PAUSE', label_selector: 'team=payments,env=prod', dry_run: true },
+      { action: 'PAUSE', label_selector: 'team=payments,env=prod' },
+      { action: 'RESUME', label_selector: 'team=payments,env=prod', missed: 'SKIP' },
+    ]) {
+      const delay = monitorEventLoopDelay({ resolution: 10 });
+      delay.enable();
+      t = Date.now();
+      const r = await service.run(caller, body);
+      delay.disable();
+      const ms = Date.now() - t;
+      console.log(
+        `${body.action}${body.dry_run ? ' (dry run)' : ''}: ${ms} ms, matched ${r.matched}, changed ${r.changed}` +
+          `${r.changed > 0 ? ` (${Math.round(r.changed / (ms / 1000))} jobs/s)` : ''}; event-loop delay max ` +
+          `${(delay.max / 1e6).toFixed(1)} ms, p99 ${(delay.percentile(99) / 1e6).toFixed(1)} ms`,
+      );
+    }
+  } finally {
+    await pool.end();
+  }
+}
+
+main().catch((e: unknown) => {
+  console.error(e);
+  process.exit(1);
+});

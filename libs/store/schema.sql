@@ -1,0 +1,511 @@
+-- The PostgreSQL schema after every migration in libs/store/src/migrations (pg_dump --schema-only,
+-- normalised). Generated: regenerate with `npm run schema:dump`; do not edit.
+
+--
+-- PostgreSQL database dump
+--
+
+--
+-- Name: applied_commands; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.applied_commands (
+    tenant_id text NOT NULL,
+    command_id text NOT NULL,
+    job_id text NOT NULL,
+    command_type text NOT NULL,
+    applied_at timestamp with time zone DEFAULT now() NOT NULL,
+    outcome text DEFAULT 'APPLIED'::text NOT NULL,
+    reason text
+);
+
+--
+-- Name: audit_events; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.audit_events (
+    id bigint NOT NULL,
+    at timestamp with time zone DEFAULT now() NOT NULL,
+    actor text NOT NULL,
+    role text NOT NULL,
+    via text NOT NULL,
+    action text NOT NULL,
+    tenant_id text,
+    job_id text,
+    outcome text NOT NULL,
+    details jsonb DEFAULT '{}'::jsonb NOT NULL,
+    CONSTRAINT audit_events_role_check CHECK ((role = ANY (ARRAY['tenant'::text, 'admin'::text, 'anonymous'::text]))),
+    CONSTRAINT audit_events_via_check CHECK ((via = ANY (ARRAY['grpc'::text, 'rest'::text, 'kafka'::text])))
+);
+
+--
+-- Name: audit_events_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+CREATE SEQUENCE public.audit_events_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+--
+-- Name: audit_events_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: -
+--
+
+ALTER SEQUENCE public.audit_events_id_seq OWNED BY public.audit_events.id;
+
+--
+-- Name: dead_letter_replays; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.dead_letter_replays (
+    job_id text NOT NULL,
+    fence_token bigint NOT NULL,
+    replay_fence_token bigint NOT NULL,
+    replayed_by text NOT NULL,
+    replayed_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+--
+-- Name: fire_batches; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.fire_batches (
+    batch_id bigint NOT NULL,
+    shard integer NOT NULL,
+    trigger text NOT NULL,
+    claimed_by text NOT NULL,
+    claimed_at timestamp with time zone DEFAULT now() NOT NULL,
+    fires integer NOT NULL,
+    enqueued_at timestamp with time zone,
+    release_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT fire_batches_fires_check CHECK ((fires > 0)),
+    CONSTRAINT fire_batches_trigger_check CHECK ((trigger = ANY (ARRAY['SCHEDULE'::text, 'MANUAL'::text, 'REPLAY'::text])))
+);
+
+--
+-- Name: fire_batches_batch_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+CREATE SEQUENCE public.fire_batches_batch_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+--
+-- Name: fire_batches_batch_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: -
+--
+
+ALTER SEQUENCE public.fire_batches_batch_id_seq OWNED BY public.fire_batches.batch_id;
+
+--
+-- Name: fires; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.fires (
+    job_id text NOT NULL,
+    fence_token bigint NOT NULL,
+    tenant_id text NOT NULL,
+    shard integer NOT NULL,
+    nominal_time timestamp with time zone NOT NULL,
+    scheduled_for timestamp with time zone NOT NULL,
+    trigger text DEFAULT 'SCHEDULE'::text NOT NULL,
+    claimed_by text NOT NULL,
+    claimed_at timestamp with time zone DEFAULT now() NOT NULL,
+    event jsonb NOT NULL,
+    trace_context jsonb,
+    batch_id bigint NOT NULL,
+    dst_shift_ms integer DEFAULT 0 NOT NULL,
+    spread_offset_ms bigint DEFAULT 0 NOT NULL,
+    CONSTRAINT fires_dst_shift_ms_check CHECK ((dst_shift_ms >= 0)),
+    CONSTRAINT fires_trigger_check CHECK ((trigger = ANY (ARRAY['SCHEDULE'::text, 'MANUAL'::text, 'REPLAY'::text])))
+);
+
+--
+-- Name: fire_log; Type: VIEW; Schema: public; Owner: -
+--
+
+CREATE VIEW public.fire_log AS
+ SELECT f.job_id,
+    f.fence_token,
+    f.tenant_id,
+    f.shard,
+    f.nominal_time,
+    f.scheduled_for,
+    f.trigger,
+    f.claimed_by,
+    f.claimed_at,
+    f.event,
+    f.trace_context,
+    f.batch_id,
+    f.dst_shift_ms,
+    f.spread_offset_ms,
+    b.enqueued_at
+   FROM (public.fires f
+     JOIN public.fire_batches b ON ((b.batch_id = f.batch_id)));
+
+--
+-- Name: idempotency_keys; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.idempotency_keys (
+    tenant_id text NOT NULL,
+    idempotency_key text NOT NULL,
+    request_sha256 text NOT NULL,
+    job_id text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+--
+-- Name: job_runs; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.job_runs (
+    job_id text NOT NULL,
+    fence_token bigint NOT NULL,
+    tenant_id text NOT NULL,
+    fire_id text NOT NULL,
+    nominal_time timestamp with time zone NOT NULL,
+    scheduled_for timestamp with time zone NOT NULL,
+    attempt integer DEFAULT 1 NOT NULL,
+    status text NOT NULL,
+    lease_owner text,
+    lease_token uuid,
+    lease_expires_at timestamp with time zone,
+    started_at timestamp with time zone,
+    finished_at timestamp with time zone,
+    http_status integer,
+    error text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    next_attempt_at timestamp with time zone,
+    handed_off_at timestamp with time zone,
+    spread_offset_ms bigint DEFAULT 0 NOT NULL,
+    CONSTRAINT job_runs_status_check CHECK ((status = ANY (ARRAY['RUNNING'::text, 'RETRYING'::text, 'SUCCEEDED'::text, 'DEAD_LETTERED'::text, 'SKIPPED'::text])))
+);
+
+--
+-- Name: job_tombstones; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.job_tombstones (
+    job_id text NOT NULL,
+    tenant_id text NOT NULL,
+    fence_token bigint NOT NULL,
+    deleted_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+--
+-- Name: jobs; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.jobs (
+    job_id text NOT NULL,
+    tenant_id text NOT NULL,
+    shard integer NOT NULL,
+    schedule_kind text NOT NULL,
+    schedule jsonb NOT NULL,
+    time_zone text DEFAULT 'UTC'::text NOT NULL,
+    status text NOT NULL,
+    next_run_at timestamp with time zone,
+    next_nominal_at timestamp with time zone,
+    fence_token bigint DEFAULT 0 NOT NULL,
+    fires_count bigint DEFAULT 0 NOT NULL,
+    last_fired_at timestamp with time zone,
+    target jsonb NOT NULL,
+    payload jsonb,
+    policies jsonb NOT NULL,
+    labels jsonb DEFAULT '{}'::jsonb NOT NULL,
+    version bigint DEFAULT 1 NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    trace_context jsonb,
+    next_dst_shift_ms integer DEFAULT 0 NOT NULL,
+    paused_until timestamp with time zone,
+    resume_catch_up jsonb,
+    pause_resume jsonb,
+    CONSTRAINT jobs_check CHECK (((status <> 'SCHEDULED'::text) OR ((next_run_at IS NOT NULL) AND (next_nominal_at IS NOT NULL)))),
+    CONSTRAINT jobs_next_dst_shift_ms_check CHECK ((next_dst_shift_ms >= 0)),
+    CONSTRAINT jobs_schedule_kind_check CHECK ((schedule_kind = ANY (ARRAY['once'::text, 'interval'::text, 'cron'::text]))),
+    CONSTRAINT jobs_shard_check CHECK ((shard >= 0)),
+    CONSTRAINT jobs_status_check CHECK ((status = ANY (ARRAY['SCHEDULED'::text, 'PAUSED'::text, 'COMPLETED'::text])))
+);
+
+--
+-- Name: occurrence_skips; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.occurrence_skips (
+    id bigint NOT NULL,
+    job_id text NOT NULL,
+    tenant_id text NOT NULL,
+    reason text NOT NULL,
+    first_nominal timestamp with time zone NOT NULL,
+    last_nominal timestamp with time zone NOT NULL,
+    occurrences bigint NOT NULL,
+    recorded_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT occurrence_skips_occurrences_check CHECK ((occurrences > 0))
+);
+
+--
+-- Name: occurrence_skips_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+CREATE SEQUENCE public.occurrence_skips_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+--
+-- Name: occurrence_skips_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: -
+--
+
+ALTER SEQUENCE public.occurrence_skips_id_seq OWNED BY public.occurrence_skips.id;
+
+--
+-- Name: schema_migrations; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.schema_migrations (
+    version integer NOT NULL,
+    name text NOT NULL,
+    applied_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+--
+-- Name: shard_leases; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.shard_leases (
+    shard integer NOT NULL,
+    owner text,
+    epoch bigint DEFAULT 0 NOT NULL,
+    expires_at timestamp with time zone,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT shard_leases_shard_check CHECK ((shard >= 0))
+);
+
+--
+-- Name: audit_events id; Type: DEFAULT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.audit_events ALTER COLUMN id SET DEFAULT nextval('public.audit_events_id_seq'::regclass);
+
+--
+-- Name: fire_batches batch_id; Type: DEFAULT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.fire_batches ALTER COLUMN batch_id SET DEFAULT nextval('public.fire_batches_batch_id_seq'::regclass);
+
+--
+-- Name: occurrence_skips id; Type: DEFAULT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.occurrence_skips ALTER COLUMN id SET DEFAULT nextval('public.occurrence_skips_id_seq'::regclass);
+
+--
+-- Name: applied_commands applied_commands_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.applied_commands
+    ADD CONSTRAINT applied_commands_pkey PRIMARY KEY (tenant_id, command_id);
+
+--
+-- Name: audit_events audit_events_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.audit_events
+    ADD CONSTRAINT audit_events_pkey PRIMARY KEY (id);
+
+--
+-- Name: dead_letter_replays dead_letter_replays_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.dead_letter_replays
+    ADD CONSTRAINT dead_letter_replays_pkey PRIMARY KEY (job_id, fence_token);
+
+--
+-- Name: fire_batches fire_batches_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.fire_batches
+    ADD CONSTRAINT fire_batches_pkey PRIMARY KEY (batch_id);
+
+--
+-- Name: fires fires_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.fires
+    ADD CONSTRAINT fires_pkey PRIMARY KEY (job_id, fence_token);
+
+--
+-- Name: idempotency_keys idempotency_keys_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.idempotency_keys
+    ADD CONSTRAINT idempotency_keys_pkey PRIMARY KEY (tenant_id, idempotency_key);
+
+--
+-- Name: job_runs job_runs_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.job_runs
+    ADD CONSTRAINT job_runs_pkey PRIMARY KEY (job_id, fence_token);
+
+--
+-- Name: job_tombstones job_tombstones_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.job_tombstones
+    ADD CONSTRAINT job_tombstones_pkey PRIMARY KEY (job_id);
+
+--
+-- Name: jobs jobs_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.jobs
+    ADD CONSTRAINT jobs_pkey PRIMARY KEY (job_id);
+
+--
+-- Name: occurrence_skips occurrence_skips_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.occurrence_skips
+    ADD CONSTRAINT occurrence_skips_pkey PRIMARY KEY (id);
+
+--
+-- Name: schema_migrations schema_migrations_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.schema_migrations
+    ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (version);
+
+--
+-- Name: shard_leases shard_leases_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.shard_leases
+    ADD CONSTRAINT shard_leases_pkey PRIMARY KEY (shard);
+
+--
+-- Name: applied_commands_applied_at_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX applied_commands_applied_at_idx ON public.applied_commands USING btree (applied_at);
+
+--
+-- Name: audit_events_job_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX audit_events_job_idx ON public.audit_events USING btree (job_id, at DESC);
+
+--
+-- Name: audit_events_tenant_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX audit_events_tenant_idx ON public.audit_events USING btree (tenant_id, at DESC);
+
+--
+-- Name: fire_batches_outbox_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX fire_batches_outbox_idx ON public.fire_batches USING btree (shard, claimed_at) WHERE (enqueued_at IS NULL);
+
+--
+-- Name: fires_batch_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX fires_batch_idx ON public.fires USING btree (batch_id);
+
+--
+-- Name: fires_occurrence_shift_uq; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE UNIQUE INDEX fires_occurrence_shift_uq ON public.fires USING btree (job_id, nominal_time, dst_shift_ms) WHERE (trigger = 'SCHEDULE'::text);
+
+--
+-- Name: idempotency_keys_created_at_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX idempotency_keys_created_at_idx ON public.idempotency_keys USING btree (created_at);
+
+--
+-- Name: job_runs_dead_letters_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX job_runs_dead_letters_idx ON public.job_runs USING btree (tenant_id, updated_at DESC) WHERE (status = 'DEAD_LETTERED'::text);
+
+--
+-- Name: job_runs_finished_purge_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX job_runs_finished_purge_idx ON public.job_runs USING btree (created_at) WHERE (status = ANY (ARRAY['SUCCEEDED'::text, 'DEAD_LETTERED'::text, 'SKIPPED'::text]));
+
+--
+-- Name: job_runs_in_flight_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX job_runs_in_flight_idx ON public.job_runs USING btree (lease_owner) WHERE (status = ANY (ARRAY['RUNNING'::text, 'RETRYING'::text]));
+
+--
+-- Name: job_runs_tenant_finished_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX job_runs_tenant_finished_idx ON public.job_runs USING btree (tenant_id, created_at) WHERE (status = ANY (ARRAY['SUCCEEDED'::text, 'DEAD_LETTERED'::text, 'SKIPPED'::text]));
+
+--
+-- Name: jobs_due_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX jobs_due_idx ON public.jobs USING btree (shard, tenant_id, next_run_at) WHERE (status = 'SCHEDULED'::text);
+
+--
+-- Name: jobs_labels_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX jobs_labels_idx ON public.jobs USING gin (labels jsonb_path_ops);
+
+--
+-- Name: jobs_paused_until_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX jobs_paused_until_idx ON public.jobs USING btree (shard, paused_until) WHERE (paused_until IS NOT NULL);
+
+--
+-- Name: jobs_tenant_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX jobs_tenant_idx ON public.jobs USING btree (tenant_id, job_id);
+
+--
+-- Name: occurrence_skips_first_nominal_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX occurrence_skips_first_nominal_idx ON public.occurrence_skips USING btree (first_nominal DESC);
+
+--
+-- Name: occurrence_skips_job_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX occurrence_skips_job_idx ON public.occurrence_skips USING btree (job_id, first_nominal DESC);
+
+--
+-- Name: occurrence_skips_tenant_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX occurrence_skips_tenant_idx ON public.occurrence_skips USING btree (tenant_id, first_nominal DESC);
+
+--
+-- Name: shard_leases_epoch_key; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE UNIQUE INDEX shard_leases_epoch_key ON public.shard_leases USING btree (shard, epoch);
+
+--
+-- PostgreSQL database dump complete
+--
