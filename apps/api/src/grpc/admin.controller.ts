@@ -304,11 +304,14 @@ export class AdminGrpcController {
           from: fromIso ? new Date(fromIso) : undefined,
           now: new Date(),
           minIntervalMs: this.config.api.minIntervalMs,
+          ...(typeof req.job_id === 'string' && req.job_id !== '' ? { jobId: req.job_id } : {}),
+          ...(num(req.spread_ms) ? { spreadMs: num(req.spread_ms) } : {}),
         });
         return {
           fires: preview.fires.map(previewToProto),
           truncated: preview.truncatedBy !== null,
           truncated_by: preview.truncatedBy ?? '',
+          resolved_expression: preview.resolvedExpression ?? '',
         };
       },
       (p) => (wire ? protoFieldPath('', p, { schedule: wire }) : p),
