@@ -151,6 +151,7 @@ CREATE TABLE public.fires (
     trace_context jsonb,
     batch_id bigint NOT NULL,
     dst_shift_ms integer DEFAULT 0 NOT NULL,
+    spread_offset_ms bigint DEFAULT 0 NOT NULL,
     job_version bigint,
     CONSTRAINT fires_dst_shift_ms_check CHECK ((dst_shift_ms >= 0)),
     CONSTRAINT fires_trigger_check CHECK ((trigger = ANY (ARRAY['SCHEDULE'::text, 'MANUAL'::text, 'REPLAY'::text])))
@@ -173,6 +174,8 @@ CREATE VIEW public.fire_log AS
     f.event,
     f.trace_context,
     f.batch_id,
+    f.dst_shift_ms,
+    f.spread_offset_ms,
     b.enqueued_at
    FROM (public.fires f
      JOIN public.fire_batches b ON ((b.batch_id = f.batch_id)));
@@ -213,6 +216,7 @@ CREATE TABLE public.job_runs (
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     next_attempt_at timestamp with time zone,
     handed_off_at timestamp with time zone,
+    spread_offset_ms bigint DEFAULT 0 NOT NULL,
     job_version bigint,
     CONSTRAINT job_runs_status_check CHECK ((status = ANY (ARRAY['RUNNING'::text, 'RETRYING'::text, 'SUCCEEDED'::text, 'DEAD_LETTERED'::text, 'SKIPPED'::text])))
 );

@@ -128,6 +128,7 @@ function policiesToProto(raw: unknown): Msg {
     jitter_ms: p.jitter_ms,
     tolerance_ms: toleranceOf(p.tolerance_ms),
     slo_metrics: sloMetricsOf(p.slo_metrics),
+    spread_ms: p.spread_ms,
     retry: p.retry === undefined ? undefined : obj(p.retry, 'policies.retry'),
   });
 }

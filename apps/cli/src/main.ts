@@ -264,6 +264,8 @@ program
   .option('--every <ms>', 'an interval in milliseconds')
   .option('-n, --count <n>', 'how many fire times', '10')
   .option('--from <iso>', 'start from this instant (default now)')
+  .option('--job <job_id>', 'the job the preview is for: places H tokens and herd-window slots')
+  .option('--spread <ms>', "a herd window (policies.spread_ms): show each occurrence's slot")
   .action(
     async (o: {
       file?: string;
@@ -275,6 +277,8 @@ program
       every?: string;
       count: string;
       from?: string;
+      job?: string;
+      spread?: string;
     }) => {
       let schedule: unknown;
       if (o.file) {
@@ -294,6 +298,11 @@ program
       const from = o.from ? new Date(o.from) : undefined;
       if (from && Number.isNaN(from.getTime())) throw new CliError('--from must be an ISO-8601 instant');
       const request: Msg = { schedule: scheduleToProtoRequest(schedule), count: Number(o.count) };
+      if (o.job) request.job_id = o.job;
+      if (o.spread !== undefined) {
+        if (!/^\d+$/.test(o.spread)) throw new CliError('--spread must be a whole number of milliseconds');
+        request.spread_ms = Number(o.spread);
+      }
       if (from)
         request.from = { seconds: Math.floor(from.getTime() / 1000), nanos: (from.getTime() % 1000) * 1e6 };
       printPreview(out(), await call('PreviewSchedule', request));

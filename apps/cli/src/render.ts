@@ -152,16 +152,34 @@ const RUN_HEADERS = [
   'ERROR',
 ];
 
+/** Runs as a table; with herd-window columns (nominal time, slot offset) when any run has a slot. */
+function runTable(out: Out, runs: readonly Msg[], footer?: string): void {
+  if (!runs.some((r) => Number(r.spread_offset_ms ?? 0) > 0)) {
+    table(out, RUN_HEADERS, runs.map(runRow), footer);
+    return;
+  }
+  const [fence, ...rest] = RUN_HEADERS;
+  table(
+    out,
+    [fence!, 'NOMINAL_TIME', 'SLOT_OFFSET_MS', ...rest],
+    runs.map((r) => {
+      const [f, ...cells] = runRow(r);
+      return [f!, tsText(r.nominal_time), String(r.spread_offset_ms ?? 0), ...cells];
+    }),
+    footer,
+  );
+}
+
 /** A page of runs. */
 export function printRuns(out: Out, res: Msg): void {
   if (out.json) return out.write(JSON.stringify(plain(res), null, 2));
-  table(out, RUN_HEADERS, ((res.runs ?? []) as Msg[]).map(runRow), more(res));
+  runTable(out, (res.runs ?? []) as Msg[], more(res));
 }
 
 /** One run. */
 export function printRun(out: Out, run: Msg): void {
   if (out.json) return out.write(JSON.stringify(plain(run), null, 2));
-  table(out, RUN_HEADERS, [runRow(run)]);
+  runTable(out, [run]);
 }
 
 /** A fired occurrence's SLO mark: ` LATE by 12.3s`, ` MISSED`, or nothing when on time. */
@@ -181,7 +199,7 @@ export function printOccurrences(out: Out, res: Msg): void {
       const outcome = strip(o.outcome, 'OCCURRENCE_OUTCOME_');
       const detail =
         outcome === 'FIRED'
-          ? `fence ${String(o.fence_token)} ${strip(o.trigger, 'FIRE_TRIGGER_')} run ${strip(o.run_status, 'RUN_STATUS_')}${o.enqueued_at ? '' : ' (in outbox)'}${sloText(o)}`
+          ? `fence ${String(o.fence_token)} ${strip(o.trigger, 'FIRE_TRIGGER_')} run ${strip(o.run_status, 'RUN_STATUS_')}${o.enqueued_at ? '' : ' (in outbox)'}${Number(o.spread_offset_ms ?? 0) > 0 ? ` slot ${tsText(o.scheduled_for)} (+${String(o.spread_offset_ms)} ms)` : ''}${sloText(o)}`
           : `${String(o.reason)} until ${tsText(o.last_nominal_time)}`;
       const version = o.job_version === undefined ? '-' : `v${String(o.job_version)}`;
       return [tsText(o.nominal_time), outcome, String(o.occurrences ?? 1), version, detail];
@@ -220,13 +238,18 @@ export function printFires(out: Out, verb: string, fire: Msg): void {
 /** Previewed fire times. */
 export function printPreview(out: Out, res: Msg): void {
   if (out.json) return out.write(JSON.stringify(plain(res), null, 2));
+  const fires = (res.fires ?? []) as Msg[];
+  if (res.resolved_expression) out.write(`H resolves to: ${String(res.resolved_expression)}`);
+  // With a herd window: the nominal time (UTC, LOCAL), then the slot it fires at and its offset.
+  const slots = fires.some((f) => f.slot_at);
   table(
     out,
-    ['#', 'UTC', 'LOCAL'],
-    ((res.fires ?? []) as Msg[]).map((f, i) => [
+    slots ? ['#', 'UTC', 'LOCAL', 'SLOT', 'OFFSET_MS'] : ['#', 'UTC', 'LOCAL'],
+    fires.map((f, i) => [
       String(i + 1),
       tsText(f.at),
       `${String(f.local_time)} ${String(f.time_zone)}`,
+      ...(slots ? [tsText(f.slot_at), String(f.spread_offset_ms ?? 0)] : []),
     ]),
   );
   if (res.truncated)

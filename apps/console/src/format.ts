@@ -90,7 +90,24 @@ function describeMonth(month: string): string | null {
   return names ? `in ${joinWords(names)}` : null;
 }
 
+/** Jenkins-style H: a value the server picks from the job id, the same every time for the job. */
+function describeHashed(minute: string, hour: string): string | undefined {
+  const stable = 'picked per job (H)';
+  const minuteStep = /^H(?:\(\d+-\d+\))?\/(\d+)$/.exec(minute);
+  if (minuteStep && hour === '*') return `every ${minuteStep[1]} minutes, from a minute ${stable}`;
+  if (/^H(\(\d+-\d+\))?$/.test(minute)) {
+    const within = minute.length > 1 ? ` within minutes ${minute.slice(2, -1)}` : '';
+    if (isNum(hour)) return `once in the ${pad(Number(hour))}:00 hour, at a minute ${stable}${within}`;
+    if (hour === '*') return `every hour, at a minute ${stable}${within}`;
+    if (hour === 'H') return `once a day, at a time ${stable}`;
+  }
+  if (isNum(minute) && hour === 'H') return `once a day at minute ${minute} of an hour ${stable}`;
+  return undefined;
+}
+
 function describeTime(minute: string, hour: string): string {
+  const hashed = describeHashed(minute.toUpperCase(), hour.toUpperCase());
+  if (hashed !== undefined) return hashed;
   if (isNum(minute) && isNum(hour)) return `at ${pad(Number(hour))}:${pad(Number(minute))}`;
   if (isNum(minute) && /^\d+(,\d+)+$/.test(hour))
     return `at ${joinWords(hour.split(',').map((h) => `${pad(Number(h))}:${pad(Number(minute))}`))}`;

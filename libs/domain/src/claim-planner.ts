@@ -11,8 +11,10 @@ import {
   jitteredFireTime,
   nextOccurrencePointAfter,
   planMisfire,
+  spreadOffsetMs,
   type Schedule,
 } from './schedule';
+import type { JobPolicies } from './policies';
 
 export interface ClaimPlanOptions {
   /** FIRE_ALL: most missed occurrences fired in one claim. */
@@ -34,7 +36,15 @@ export interface PlannedOccurrence {
    * of a job may share a nominal instant (02:45 shifted onto 03:45); this tells them apart.
    */
   readonly dstShiftMs?: number;
+  /**
+   * The herd window's offset (policies.spread_ms): scheduledFor = nominalTime + spreadOffsetMs, the
+   * occurrence's slot. Lateness is measured from nominalTime; 0 or absent for jobs without a window.
+   */
+  readonly spreadOffsetMs?: number;
 }
+
+/** How a job moves its fires off the nominal instant: jitter, or a herd window (spread). */
+export type FireSpreading = Pick<JobPolicies, 'jitterMs' | 'spreadMs'>;
 
 export interface DueOccurrencePlan {
   readonly fires: readonly PlannedOccurrence[];
@@ -50,22 +60,49 @@ export interface DueOccurrencePlan {
 
 const DEFAULT_LATE_TOLERANCE_MS = 2_000;
 
-/** The jittered time of one occurrence: the job's own window, or the cluster's herd window. */
+/**
+ * When one occurrence fires: at its herd-window slot when the job has spread_ms, else jittered by the
+ * job's own window or the cluster's herd window (a job with a herd window takes no cluster jitter).
+ */
 export function occurrenceAt(
   jobId: string,
   schedule: Schedule,
-  jitterMs: number,
+  spreading: FireSpreading | number,
   nominal: Date,
   herdJitterMs: number,
   dstShiftMs = 0,
 ): PlannedOccurrence {
-  const window = jitterMs > 0 ? jitterMs : defaultHerdWindowMs(schedule, nominal, herdJitterMs);
-  const jittered = jitteredFireTime(jobId, nominal, window);
-  // Jitter never pushes a fire past the end of the instant range (it could not be stored or sent).
-  const scheduledFor = jittered.getTime() > LATEST_INSTANT_MS ? nominal : jittered;
-  return dstShiftMs === 0
-    ? { nominalTime: nominal, scheduledFor }
-    : { nominalTime: nominal, scheduledFor, dstShiftMs };
+  const { jitterMs, spreadMs = 0 } =
+    typeof spreading === 'number' ? { jitterMs: spreading, spreadMs: 0 } : spreading;
+  let spreadOffset = 0;
+  let moved: Date;
+  if (spreadMs > 0 && schedule.kind !== 'once') {
+    spreadOffset = spreadOffsetMs(jobId, nominal, spreadMs, dstShiftMs);
+    moved = new Date(nominal.getTime() + spreadOffset);
+  } else {
+    const window = jitterMs > 0 ? jitterMs : defaultHerdWindowMs(schedule, nominal, herdJitterMs);
+    moved = jitteredFireTime(jobId, nominal, window);
+  }
+  // Neither pushes a fire past the end of the instant range (it could not be stored or sent).
+  if (moved.getTime() > LATEST_INSTANT_MS) {
+    moved = nominal;
+    spreadOffset = 0;
+  }
+  return {
+    nominalTime: nominal,
+    scheduledFor: moved,
+    ...(dstShiftMs !== 0 ? { dstShiftMs } : {}),
+    ...(spreadOffset !== 0 ? { spreadOffsetMs: spreadOffset } : {}),
+  };
+}
+
+/**
+ * How long after its nominal time an occurrence may be claimed and still be on time (not a misfire):
+ * the tick's tolerance plus the window that moves its fire (a fire claimed at its slot 4 minutes into
+ * a 5-minute herd window is on time, not missed).
+ */
+export function onTimeToleranceMs(spreading: FireSpreading, baseToleranceMs: number): number {
+  return baseToleranceMs + Math.max(spreading.jitterMs, spreading.spreadMs ?? 0);
 }
 
 /**
@@ -87,7 +124,7 @@ export function planDueOccurrences(
     misfire: resumed ? resumed.missed : job.policies.misfire,
     catchUpWindowMs: resumed ? resumed.windowMs : job.policies.catchUpWindowMs,
     maxCatchUp: resumed ? Math.min(resumed.limit, opts.maxCatchUp) : opts.maxCatchUp,
-    lateToleranceMs: opts.lateToleranceMs ?? DEFAULT_LATE_TOLERANCE_MS,
+    lateToleranceMs: onTimeToleranceMs(job.policies, opts.lateToleranceMs ?? DEFAULT_LATE_TOLERANCE_MS),
   };
   const nominalShiftMs = job.nextNominalAt?.getTime() === nominal.getTime() ? (job.nextDstShiftMs ?? 0) : 0;
   // Misfire policy, catch-up window and lateness apply as of `now`.
@@ -114,7 +151,7 @@ export function planDueOccurrences(
     };
   }
   const at = (d: Date, dstShiftMs = 0) =>
-    occurrenceAt(job.jobId, job.schedule, job.policies.jitterMs, d, opts.herdJitterMs, dstShiftMs);
+    occurrenceAt(job.jobId, job.schedule, job.policies, d, opts.herdJitterMs, dstShiftMs);
   const skips = plan.skipped.map((s) => ({
     reason: resumed ? resumeSkipReason(s.reason) : (s.reason as string),
     firstNominal: s.firstNominal,
@@ -149,7 +186,7 @@ export function planDueOccurrences(
 export function initialOccurrence(
   jobId: string,
   schedule: Schedule,
-  jitterMs: number,
+  spreading: FireSpreading | number,
   now: Date,
   herdJitterMs: number,
   firesSoFar = 0,
@@ -157,5 +194,5 @@ export function initialOccurrence(
   const first = firstOccurrenceAtOrAfter(schedule, now, firesSoFar);
   if (!first) return null;
   const nominal = schedule.kind === 'once' && first.nominal.getTime() < now.getTime() ? now : first.nominal;
-  return occurrenceAt(jobId, schedule, jitterMs, nominal, herdJitterMs, first.dstShiftMs);
+  return occurrenceAt(jobId, schedule, spreading, nominal, herdJitterMs, first.dstShiftMs);
 }

@@ -50,7 +50,9 @@ export function editChangesTiming(
 ): boolean {
   const wire = (s: JobDefinition['schedule']) => JSON.stringify(scheduleToWire(s));
   return (
-    wire(job.schedule) !== wire(definition.schedule) || job.policies.jitterMs !== definition.policies.jitterMs
+    wire(job.schedule) !== wire(definition.schedule) ||
+    job.policies.jitterMs !== definition.policies.jitterMs ||
+    (job.policies.spreadMs ?? 0) !== (definition.policies.spreadMs ?? 0)
   );
 }
 
@@ -74,7 +76,7 @@ export function stateAfterEdit(
     occurrenceAt(
       definition.jobId,
       definition.schedule,
-      definition.policies.jitterMs,
+      definition.policies,
       first.nominal,
       herdJitterMs,
       first.dstShiftMs,
@@ -293,15 +295,7 @@ function sideOf(job: EditableJob, now: Date, opts: ClaimPlanOptions, count: numb
       fires,
     );
     next =
-      o &&
-      occurrenceAt(
-        job.jobId,
-        job.schedule,
-        job.policies.jitterMs,
-        o.nominal,
-        opts.herdJitterMs,
-        o.dstShiftMs,
-      );
+      o && occurrenceAt(job.jobId, job.schedule, job.policies, o.nominal, opts.herdJitterMs, o.dstShiftMs);
   }
   return { status: job.status, occurrences: out, due };
 }

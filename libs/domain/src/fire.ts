@@ -13,6 +13,11 @@ export interface FireEvent {
   readonly scheduledFor: Date;
   /** The schedule's occurrence time before jitter. */
   readonly nominalTime: Date;
+  /**
+   * The herd window's offset (policies.spread_ms) that put scheduledFor where it is; lateness counts
+   * from scheduledFor − spreadOffsetMs (the nominal time). 0 or absent: lateness counts from scheduledFor.
+   */
+  readonly spreadOffsetMs?: number;
   readonly attempt: number;
   readonly target: Target;
   readonly payload: JsonValue;
@@ -33,6 +38,8 @@ export interface FireResult {
   readonly fenceToken: FenceToken;
   readonly fireId: string;
   readonly scheduledFor: Date;
+  /** As FireEvent.spreadOffsetMs: lateness counts from scheduledFor − spreadOffsetMs. */
+  readonly spreadOffsetMs?: number;
   readonly startedAt: Date;
   readonly finishedAt: Date;
   readonly attempt: number;
@@ -40,4 +47,9 @@ export interface FireResult {
   readonly httpStatus: number | null;
   readonly error: string | null;
   readonly durationMs: number;
+}
+
+/** The instant a fire's lateness is measured from: its nominal time under a herd window, else its scheduled time. */
+export function latenessOrigin(f: { readonly scheduledFor: Date; readonly spreadOffsetMs?: number }): number {
+  return f.scheduledFor.getTime() - (f.spreadOffsetMs ?? 0);
 }

@@ -16,7 +16,15 @@ import { FieldReader, unstorableTextProblem, type FieldViolation, type Validated
 import { instantRangeProblem, MAX_POLICY_DURATION_MS } from './instant';
 import { JOB_ID_PATTERN, TENANT_ID_PATTERN, type Job, type JobDefinition, type JsonValue } from './job';
 import type { Schedule } from './schedule/schedule';
-import { MAX_INTERVAL_MS, parseLocalWallTime, parseRrule, parseSchedule } from './schedule';
+import {
+  compileCron,
+  compileRrule,
+  MAX_INTERVAL_MS,
+  parseLocalWallTime,
+  parseRrule,
+  parseSchedule,
+  usesHashToken,
+} from './schedule';
 
 export interface JobDefinitionLimits {
   /** Shortest allowed interval between occurrences. */
@@ -86,7 +94,11 @@ export function parseJobDefinition(
   let schedule: Schedule | undefined;
   if (body.schedule === undefined || body.schedule === null) r.fail('schedule', 'is required');
   else {
-    const parsed = parseSchedule(body.schedule, { minIntervalMs: ctx.limits.minIntervalMs, now: ctx.now });
+    const parsed = parseSchedule(body.schedule, {
+      minIntervalMs: ctx.limits.minIntervalMs,
+      now: ctx.now,
+      ...(jobId !== undefined ? { hashSeed: jobId } : {}),
+    });
     if (parsed.ok) schedule = parsed.schedule;
     else r.adopt(parsed.violations);
   }
@@ -95,6 +107,10 @@ export function parseJobDefinition(
   const payload = parsePayload(body.payload, r, ctx.limits.maxPayloadBytes);
   const policies = parsePolicies(body.policies, r.child('policies'), ctx.limits, r);
   const labels = r.stringMap(body.labels, 'labels');
+  if (schedule && policies) {
+    const problem = spreadProblem(schedule, policies);
+    if (problem) r.fail('policies.spread_ms', problem);
+  }
 
   if (
     r.violations.length > 0 ||
@@ -249,13 +265,24 @@ function parsePolicies(
   const p = root.object(raw, 'policies', false) ?? {};
   root.noUnknownKeys(
     p,
-    ['retry', 'misfire', 'catch_up_window_ms', 'overlap', 'jitter_ms', 'tolerance_ms', 'slo_metrics'],
+    [
+      'retry',
+      'misfire',
+      'catch_up_window_ms',
+      'overlap',
+      'jitter_ms',
+      'spread_ms',
+      'tolerance_ms',
+      'slo_metrics',
+    ],
     'policies',
   );
   const retry = parseRetry(p.retry, r);
   const misfire = r.oneOf(p.misfire, 'misfire', MISFIRE_POLICIES, 'FIRE_ONCE');
   const overlap = r.oneOf(p.overlap, 'overlap', OVERLAP_POLICIES, 'ALLOW');
   const jitterMs = r.integer(p.jitter_ms ?? 0, 'jitter_ms', { min: 0, max: limits.maxJitterMs });
+  // Bounded here by the longest interval; the schedule's own spacing bounds it in spreadProblem.
+  const spreadMs = r.integer(p.spread_ms ?? 0, 'spread_ms', { min: 0, max: MAX_INTERVAL_MS });
   const window =
     p.catch_up_window_ms === undefined || p.catch_up_window_ms === null
       ? null
@@ -271,6 +298,7 @@ function parsePolicies(
     !misfire ||
     !overlap ||
     jitterMs === undefined ||
+    spreadMs === undefined ||
     window === undefined ||
     toleranceMs === undefined ||
     sloMetrics === undefined
@@ -281,10 +309,39 @@ function parsePolicies(
     misfire,
     overlap,
     jitterMs,
+    spreadMs,
     catchUpWindowMs: window,
     ...(toleranceMs !== null ? { toleranceMs } : {}),
     ...(sloMetrics ? { sloMetrics } : {}),
   };
+}
+
+/**
+ * Why a herd window does not fit its job, or undefined: spread_ms may reach the schedule's shortest
+ * spacing (the interval, the cron's smallest gap) and no further, so a slot never passes the next
+ * occurrence; a one-shot has no herd to spread; and it replaces jitter_ms rather than adding to it.
+ */
+export function spreadProblem(schedule: Schedule, policies: JobPolicies): string | undefined {
+  const spread = policies.spreadMs ?? 0;
+  if (spread === 0) return undefined;
+  if (policies.jitterMs > 0)
+    return 'cannot be combined with policies.jitter_ms (spread_ms is the window; set jitter_ms to 0)';
+  if (schedule.kind === 'once')
+    return 'applies to recurring schedules (interval, cron or rrule), not a once schedule';
+  const spacing =
+    schedule.kind === 'interval'
+      ? schedule.everyMs
+      : schedule.kind === 'cron'
+        ? compileCron(schedule.expression, schedule.hashSeed).minimumSpacingMs()
+        : compileRrule(schedule.rule, schedule.dtstart, schedule.exdates).minimumSpacingMs();
+  const what =
+    schedule.kind === 'interval'
+      ? 'schedule.every_ms'
+      : schedule.kind === 'cron'
+        ? "the cron's smallest gap between fires"
+        : "the rule's smallest gap between fires";
+  if (spread > spacing) return `must be at most ${spacing} ms (${what}); got ${spread}`;
+  return undefined;
 }
 
 function parseRetry(raw: unknown, policies: FieldReader): RetryPolicy | undefined {
@@ -369,8 +426,11 @@ function withBounds(
   return o;
 }
 
-/** Wire JSON → Schedule, for data this service wrote itself (already validated). */
-export function scheduleFromWire(w: Record<string, unknown>): Schedule {
+/**
+ * Wire JSON → Schedule, for data this service wrote itself (already validated). `jobId` places a
+ * cron expression's `H` tokens (the job's id; see CronSchedule.hashSeed).
+ */
+export function scheduleFromWire(w: Record<string, unknown>, jobId?: string): Schedule {
   const bounds = {
     ...(w.start_at ? { startAt: new Date(w.start_at as string) } : {}),
     ...(w.end_at ? { endAt: new Date(w.end_at as string) } : {}),
@@ -394,6 +454,7 @@ export function scheduleFromWire(w: Record<string, unknown>): Schedule {
         dstGap: w.dst_gap as 'AUTO',
         dstRepeat: w.dst_repeat as 'AUTO',
         ...bounds,
+        ...(jobId !== undefined && usesHashToken(w.expression as string) ? { hashSeed: jobId } : {}),
       };
     case 'rrule':
       return {
@@ -532,6 +593,7 @@ export function policiesToWire(p: JobPolicies): Record<string, JsonValue> {
     catch_up_window_ms: p.catchUpWindowMs,
     overlap: p.overlap,
     jitter_ms: p.jitterMs,
+    spread_ms: p.spreadMs ?? 0,
     // Written only when set, so jobs that leave the SLO to the deployment read as before.
     ...(typeof p.toleranceMs === 'number' ? { tolerance_ms: p.toleranceMs } : {}),
     ...(p.sloMetrics ? { slo_metrics: true } : {}),
@@ -553,6 +615,7 @@ export function policiesFromWire(w: Record<string, unknown>): JobPolicies {
     catchUpWindowMs: (w.catch_up_window_ms ?? null) as number | null,
     overlap: (w.overlap ?? 'ALLOW') as JobPolicies['overlap'],
     jitterMs: (w.jitter_ms ?? 0) as number,
+    spreadMs: (w.spread_ms ?? 0) as number,
     ...(typeof w.tolerance_ms === 'number' ? { toleranceMs: w.tolerance_ms } : {}),
     ...(w.slo_metrics === true ? { sloMetrics: true } : {}),
   };

@@ -21,7 +21,10 @@ export interface JobPolicies {
   /** Missed occurrences older than this are skipped whatever the misfire policy; null = no window. */
   readonly catchUpWindowMs: number | null;
   readonly overlap: OverlapPolicy;
-  /** Each fire is spread deterministically within [nominal, nominal + jitterMs). */
+  /**
+   * Each fire is moved deterministically within [nominal, nominal + jitterMs), and the moved time is
+   * the fire's scheduled time: lateness counts from it.
+   */
   readonly jitterMs: number;
   /**
    * Fire SLO: an occurrence whose run starts more than this after its nominal time is LATE in the
@@ -30,6 +33,12 @@ export interface JobPolicies {
   readonly toleranceMs?: number | null;
   /** Opt-in to per-job SLO metrics (series labelled with the job id); absent = false (per tenant only). */
   readonly sloMetrics?: boolean;
+  /**
+   * Herd window: each occurrence fires at a slot that is a stable hash of (job, occurrence) within
+   * [nominal, nominal + spreadMs), at most the schedule's spacing. Unlike jitter, lateness still
+   * counts from the nominal time, and the slot's offset is recorded beside it. 0 (or absent) = off.
+   */
+  readonly spreadMs?: number;
 }
 
 /** Longest accepted retry backoff (initial or max): 7 days. */
@@ -51,4 +60,5 @@ export const DEFAULT_POLICIES: JobPolicies = {
   catchUpWindowMs: null,
   overlap: 'ALLOW',
   jitterMs: 0,
+  spreadMs: 0,
 };

@@ -22,6 +22,8 @@ export interface Run {
   readonly fireId: string;
   readonly scheduledFor: Date;
   readonly nominalTime: Date;
+  /** The herd-window slot's offset: scheduledFor = the slot; lateness counts from scheduledFor − this. */
+  readonly spreadOffsetMs?: number;
   readonly attempt: number;
   readonly status: RunStatus;
   readonly leaseOwner: string | null;

@@ -560,7 +560,7 @@ export class JobService {
       occurrenceAt(
         definition.jobId,
         definition.schedule,
-        definition.policies.jitterMs,
+        definition.policies,
         first.nominal,
         this.opts.herdJitterMs,
         first.dstShiftMs,
@@ -589,7 +589,7 @@ export class JobService {
       occurrenceAt(
         job.jobId,
         job.schedule,
-        job.policies.jitterMs,
+        job.policies,
         first.nominal,
         this.opts.herdJitterMs,
         first.dstShiftMs,

@@ -10,6 +10,13 @@
  */
 import { performance } from 'node:perf_hooks';
 import {
+  compileCron,
+  DEFAULT_POLICIES,
+  JOB_ID_PATTERN,
+  MAX_INTERVAL_MS,
+  spreadOffsetMs,
+  spreadProblem,
+  usesHashToken,
   instantRangeProblem,
   LATEST_INSTANT_MS,
   MAX_PREVIEW_FIRES,
@@ -34,6 +41,9 @@ export interface PreviewedFire {
    * 03:45-04:00. Such a fire may share `at` with the next one (its own occurrence, listed too).
    */
   readonly shiftedFrom: string | null;
+  /** With a herd window (spread_ms): the slot the occurrence fires at (at + spreadOffsetMs); else null. */
+  readonly slotAt: Date | null;
+  readonly spreadOffsetMs: number | null;
 }
 
 /** Why a preview holds fewer fires than asked for although the schedule may go on. */
@@ -43,6 +53,8 @@ export interface SchedulePreview {
   readonly fires: readonly PreviewedFire[];
   /** Null: the list is whole (as many as asked for, or the schedule ends). Else where the search stopped. */
   readonly truncatedBy: PreviewCut | null;
+  /** A cron expression with `H` tokens as the job places them (e.g. `H 9 * * *` → `37 9 * * *`); else null. */
+  readonly resolvedExpression: string | null;
 }
 
 /** A preview looks this far past `from` at most (about 100 years). */
@@ -57,6 +69,10 @@ export interface PreviewOptions {
   readonly from?: Date;
   readonly now: Date;
   readonly minIntervalMs: number;
+  /** The job the preview is for: places `H` tokens and herd-window slots (both stable per job id). */
+  readonly jobId?: string;
+  /** A herd window (policies.spread_ms) to show each occurrence's slot in. */
+  readonly spreadMs?: number;
   /** For tests: the slice and the budget (ms). */
   readonly sliceMs?: number;
   readonly workBudgetMs?: number;
@@ -76,14 +92,51 @@ export async function previewSchedule(raw: unknown, opts: PreviewOptions): Promi
   const from = opts.from ?? opts.now;
   const fromProblem = instantRangeProblem(from);
   if (fromProblem !== undefined) violations.push({ field: 'from', message: fromProblem });
-  const parsed = parseSchedule(raw, { minIntervalMs: opts.minIntervalMs, now: opts.now });
+  const jobId = opts.jobId === undefined || opts.jobId === '' ? undefined : opts.jobId;
+  if (jobId !== undefined && !JOB_ID_PATTERN.test(jobId))
+    violations.push({ field: 'job_id', message: 'must be 1-128 characters of letters, digits, . _ : -' });
+  const spreadMs = opts.spreadMs ?? 0;
+  if (!Number.isSafeInteger(spreadMs) || spreadMs < 0 || spreadMs > MAX_INTERVAL_MS)
+    violations.push({ field: 'spread_ms', message: `must be an integer from 0 to ${MAX_INTERVAL_MS}` });
+  const parsed = parseSchedule(raw, {
+    minIntervalMs: opts.minIntervalMs,
+    now: opts.now,
+    ...(jobId !== undefined ? { hashSeed: jobId } : {}),
+  });
   if (!parsed.ok) violations.push(...parsed.violations);
+  if (parsed.ok && jobId === undefined) {
+    // Both are stable per job: without its id the preview would show some other job's times.
+    const hashed = parsed.schedule.kind === 'cron' && usesHashToken(parsed.schedule.expression);
+    if (hashed)
+      violations.push({
+        field: 'job_id',
+        message: 'is required to place the H tokens of the expression (they are stable per job id)',
+      });
+    else if (spreadMs > 0)
+      violations.push({
+        field: 'job_id',
+        message: 'is required to place the herd-window slots of spread_ms (they are stable per job id)',
+      });
+  }
+  if (parsed.ok && spreadMs > 0 && Number.isSafeInteger(spreadMs)) {
+    const problem = spreadProblem(parsed.schedule, { ...DEFAULT_POLICIES, spreadMs });
+    if (problem) violations.push({ field: 'spread_ms', message: problem });
+  }
   if (violations.length > 0 || !parsed.ok) throw new ValidationError(violations);
 
   // The validation was a slice of its own (a first schedule in a zone works out a few years of it).
   const validated = process.cpuUsage(sliceCpu);
   await nextTurn();
   const schedule = parsed.schedule;
+  const resolvedExpression =
+    schedule.kind === 'cron' && usesHashToken(schedule.expression)
+      ? compileCron(schedule.expression, schedule.hashSeed).resolvedExpression
+      : null;
+  const slot = (o: Occurrence): Pick<PreviewedFire, 'slotAt' | 'spreadOffsetMs'> => {
+    if (spreadMs === 0 || jobId === undefined) return { slotAt: null, spreadOffsetMs: null };
+    const offset = spreadOffsetMs(jobId, o.nominal, spreadMs, o.dstShiftMs);
+    return { slotAt: new Date(o.nominal.getTime() + offset), spreadOffsetMs: offset };
+  };
   const zone = schedule.kind === 'cron' || schedule.kind === 'rrule' ? schedule.timeZone : 'UTC';
   const horizon = Math.min(from.getTime() + PREVIEW_HORIZON_MS, LATEST_INSTANT_MS);
   const cursor = new OccurrenceCursor(schedule, from, 0, horizon);
@@ -97,7 +150,7 @@ export async function previewSchedule(raw: unknown, opts: PreviewOptions): Promi
   sliceCpu = process.cpuUsage();
   const sliceOver = () => performance.now() - sliceStart >= sliceMs;
   for (;;) {
-    if (fires.length >= count) return { fires, truncatedBy: null };
+    if (fires.length >= count) return { fires, truncatedBy: null, resolvedExpression };
     let next: Occurrence | null | 'SLICE_OVER';
     try {
       next = cursor.next(sliceOver);
@@ -105,12 +158,13 @@ export async function previewSchedule(raw: unknown, opts: PreviewOptions): Promi
       if (!(e instanceof SearchBudgetExceeded)) throw e;
       next = 'SLICE_OVER'; // the cursor stays put; the zone years worked out so far are cached
     }
-    if (next === null) return { fires, truncatedBy: endsBy(schedule, fires.length, horizon) };
-    if (next !== 'SLICE_OVER') fires.push(previewedFire(next, zone));
+    if (next === null)
+      return { fires, truncatedBy: endsBy(schedule, fires.length, horizon), resolvedExpression };
+    if (next !== 'SLICE_OVER') fires.push({ ...previewedFire(next, zone), ...slot(next) });
     if (next === 'SLICE_OVER' || sliceOver()) {
       const used = process.cpuUsage(sliceCpu);
       worked += (used.user + used.system) / 1_000;
-      if (worked >= budgetMs) return { fires, truncatedBy: 'WORK_BUDGET' };
+      if (worked >= budgetMs) return { fires, truncatedBy: 'WORK_BUDGET', resolvedExpression };
       await nextTurn();
       sliceStart = performance.now();
       sliceCpu = process.cpuUsage();
@@ -151,7 +205,7 @@ function endsBy(schedule: Schedule, found: number, horizon: number): PreviewCut 
   return horizon >= LATEST_INSTANT_MS ? null : 'HORIZON';
 }
 
-function previewedFire(o: Occurrence, timeZone: string): PreviewedFire {
+function previewedFire(o: Occurrence, timeZone: string): Omit<PreviewedFire, 'slotAt' | 'spreadOffsetMs'> {
   const offset = zoneOffsetMs(timeZone, o.nominal);
   return {
     at: o.nominal,

@@ -278,6 +278,8 @@ function jobSpecFromAvro(j: Record<string, unknown>): Record<string, JsonValue> 
       tolerance_ms: (p.tolerance_ms ?? null) as number | null,
       // false is the schema's default: sent only when set, so the wire form stays as before.
       slo_metrics: p.slo_metrics === true ? true : undefined,
+      // Absent from commands written with a schema before herd windows: the reader's default, 0.
+      spread_ms: (p.spread_ms ?? 0) as number,
       retry: r
         ? {
             max_attempts: r.max_attempts as number,
@@ -369,6 +371,7 @@ function jobSpecToAvro(j: Record<string, JsonValue>): Record<string, unknown> {
           jitter_ms: p.jitter_ms ?? 0,
           tolerance_ms: p.tolerance_ms ?? null,
           slo_metrics: p.slo_metrics === true,
+          spread_ms: p.spread_ms ?? 0,
           retry: r
             ? {
                 max_attempts: r.max_attempts ?? 5,

@@ -229,7 +229,9 @@ export class SchedulerMetrics {
 
   /** Records enqueue lateness (from `ackedAtMs[i]` when given, else `nowMs`) and counts confirmed fires. */
   enqueued(
-    fires: readonly Pick<FireIdentity, 'tenantId' | 'scheduledFor'>[],
+    fires: readonly (Pick<FireIdentity, 'tenantId' | 'scheduledFor'> & {
+      readonly spreadOffsetMs?: number;
+    })[],
     relayed: boolean,
     nowMs = Date.now(),
     ackedAtMs?: readonly number[],
@@ -239,7 +241,9 @@ export class SchedulerMetrics {
       const tenant = this.tenants.label(f.tenantId, 0);
       counts.set(tenant, (counts.get(tenant) ?? 0) + 1);
       const at = ackedAtMs?.[i] ?? nowMs;
-      this.lateness.record(seconds(at - f.scheduledFor.getTime()), { [Attr.Tenant]: tenant });
+      // From the nominal time under a herd window (policies.spread_ms), else from the scheduled time.
+      const origin = f.scheduledFor.getTime() - (f.spreadOffsetMs ?? 0);
+      this.lateness.record(seconds(at - origin), { [Attr.Tenant]: tenant });
     });
     for (const [tenant, n] of counts)
       this.enqueuedCount.add(n, { [Attr.Tenant]: tenant, [Attr.RelayedLabel]: String(relayed) });
@@ -404,6 +408,8 @@ class TalliedCounter {
 export interface AttemptRecord {
   readonly tenantId: string;
   readonly scheduledFor: Date;
+  /** A herd window's slot offset: lateness counts from scheduledFor − spreadOffsetMs (the nominal time). */
+  readonly spreadOffsetMs?: number;
   readonly startedAt: Date;
   readonly attempt: number;
   /** SUCCEEDED, RETRYING, DEAD_LETTERED, … */
@@ -473,7 +479,11 @@ export class ExecutorMetrics {
     const label = this.tenants.label(result.tenantId);
     const tenant = (): Attributes => ({ [Attr.Tenant]: label });
     if (result.attempt <= 1)
-      this.lateness.record(seconds(result.startedAt.getTime() - result.scheduledFor.getTime()), tenant());
+      // From the nominal time under a herd window: the slot's offset is part of the lateness.
+      this.lateness.record(
+        seconds(result.startedAt.getTime() - result.scheduledFor.getTime() + (result.spreadOffsetMs ?? 0)),
+        tenant(),
+      );
     const outcome = result.outcome;
     this.executed.add(1, `${label}\u0000${outcome}`, () => ({
       [Attr.Tenant]: label,

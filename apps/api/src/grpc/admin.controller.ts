@@ -298,17 +298,20 @@ export class AdminGrpcController {
       async () => {
         const fromIso = isoFromTimestamp(req.from);
         if (wire === undefined)
-          throw new ValidationError([{ field: 'schedule', message: 'is required (once, interval or cron)' }]);
+          throw new ValidationError([{ field: 'schedule', message: 'is required (once, interval, cron or rrule)' }]);
         const preview = await previewSchedule(wire, {
           count: num(req.count),
           from: fromIso ? new Date(fromIso) : undefined,
           now: new Date(),
           minIntervalMs: this.config.api.minIntervalMs,
+          ...(typeof req.job_id === 'string' && req.job_id !== '' ? { jobId: req.job_id } : {}),
+          ...(num(req.spread_ms) ? { spreadMs: num(req.spread_ms) } : {}),
         });
         return {
           fires: preview.fires.map(previewToProto),
           truncated: preview.truncatedBy !== null,
           truncated_by: preview.truncatedBy ?? '',
+          resolved_expression: preview.resolvedExpression ?? '',
         };
       },
       (p) => (wire ? protoFieldPath('', p, { schedule: wire }) : p),

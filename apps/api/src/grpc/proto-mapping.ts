@@ -215,6 +215,7 @@ function policiesFromProto(p: unknown): Record<string, JsonValue> | undefined {
     jitter_ms: m.jitter_ms as number | undefined,
     tolerance_ms: m.tolerance_ms as number | undefined,
     slo_metrics: m.slo_metrics as boolean | undefined,
+    spread_ms: m.spread_ms as number | undefined,
     retry: r
       ? compact({
           max_attempts: r.max_attempts as number | undefined,
@@ -313,6 +314,7 @@ function policiesToProto(w: Record<string, JsonValue>): Msg {
     misfire: toEnum(w.misfire as string, 'MISFIRE_POLICY_'),
     overlap: toEnum(w.overlap as string, 'OVERLAP_POLICY_'),
     jitter_ms: w.jitter_ms,
+    spread_ms: w.spread_ms ?? 0,
     ...(typeof w.catch_up_window_ms === 'number' ? { catch_up_window_ms: w.catch_up_window_ms } : {}),
     ...(typeof w.tolerance_ms === 'number' ? { tolerance_ms: w.tolerance_ms } : {}),
     ...(w.slo_metrics === true ? { slo_metrics: true } : {}),
@@ -415,6 +417,7 @@ export function runToProto(run: Run & { readonly traceId?: string | null }): Msg
     error: run.error ?? '',
     ...(typeof run.jobVersion === 'number' ? { job_version: run.jobVersion } : {}),
     trace_id: run.traceId ?? '',
+    spread_offset_ms: run.spreadOffsetMs ?? 0,
   };
 }
 
@@ -439,6 +442,7 @@ export function occurrenceToProto(o: OccurrenceEntry, jobId: string): Msg {
       ...(o.jobVersion !== null ? { job_version: o.jobVersion } : {}),
       ...(o.slo ? { reason: o.slo.reason } : {}),
       ...(o.slo && o.slo.latenessMs !== null ? { lateness_ms: o.slo.latenessMs } : {}),
+      spread_offset_ms: o.spreadOffsetMs,
     };
   }
   return {
@@ -486,5 +490,6 @@ export function previewToProto(p: PreviewedFire): Msg {
     local_time: p.localTime,
     time_zone: p.timeZone,
     shifted_from: p.shiftedFrom ?? '',
+    ...(p.slotAt !== null ? { slot_at: timestamp(p.slotAt), spread_offset_ms: p.spreadOffsetMs ?? 0 } : {}),
   };
 }

@@ -329,7 +329,10 @@ export class JobsController {
     return fireJson(await this.history.replayDeadLetter(caller, fireId));
   }
 
-  /** The next fire times of a schedule: `{"schedule": {...}, "count"?: 10, "from"?: "2026-…Z"}`. */
+  /**
+   * The next fire times of a schedule: `{"schedule": {...}, "count"?: 10, "from"?: "2026-…Z",
+   * "job_id"?, "spread_ms"?}` (job_id places H tokens and herd-window slots).
+   */
   @Post('schedules/preview')
   @HttpCode(200)
   async preview(@Headers('authorization') authz: string | undefined, @Body() body: unknown): Promise<Wire> {
@@ -338,11 +341,17 @@ export class JobsController {
       string,
       unknown
     >;
-    const unknown = Object.keys(b).filter((k) => !['schedule', 'count', 'from'].includes(k));
+    const unknown = Object.keys(b).filter(
+      (k) => !['schedule', 'count', 'from', 'job_id', 'spread_ms'].includes(k),
+    );
     if (unknown.length > 0)
       throw new ValidationError(unknown.map((k) => ({ field: k, message: 'is not a known field' })));
     if (b.count !== undefined && typeof b.count !== 'number')
       throw new ValidationError([{ field: 'count', message: 'must be an integer' }]);
+    if (b.job_id !== undefined && typeof b.job_id !== 'string')
+      throw new ValidationError([{ field: 'job_id', message: 'must be a string' }]);
+    if (b.spread_ms !== undefined && typeof b.spread_ms !== 'number')
+      throw new ValidationError([{ field: 'spread_ms', message: 'must be an integer' }]);
     let from: Date | undefined;
     if (b.from !== undefined) {
       from = typeof b.from === 'string' ? parseInstant(b.from) : undefined;
@@ -358,11 +367,14 @@ export class JobsController {
       from,
       now: new Date(),
       minIntervalMs: this.config.api.minIntervalMs,
+      ...(typeof b.job_id === 'string' ? { jobId: b.job_id } : {}),
+      ...(typeof b.spread_ms === 'number' ? { spreadMs: b.spread_ms } : {}),
     });
     return {
       fires: preview.fires.map(previewJson),
       truncated: preview.truncatedBy !== null,
       truncated_by: preview.truncatedBy ?? '',
+      ...(preview.resolvedExpression !== null ? { resolved_expression: preview.resolvedExpression } : {}),
     };
   }
 }

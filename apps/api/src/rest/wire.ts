@@ -45,6 +45,11 @@ export function runJson(run: Run & { readonly traceId?: string | null }): Wire {
     error: run.error,
     job_version: run.jobVersion ?? null,
     trace_id: run.traceId ?? null,
+    spread_offset_ms: run.spreadOffsetMs ?? 0,
+    // From the nominal time under a herd window (the slot's offset counts), else from scheduled_for.
+    lateness_ms: run.startedAt
+      ? run.startedAt.getTime() - run.scheduledFor.getTime() + (run.spreadOffsetMs ?? 0)
+      : null,
   };
 }
 
@@ -63,6 +68,7 @@ export function occurrenceJson(o: OccurrenceEntry, jobId: string): Wire {
       fire_id: fireIdOf({ jobId, fenceToken: o.fenceToken }),
       trigger: o.trigger,
       scheduled_for: o.scheduledFor.toISOString(),
+      spread_offset_ms: o.spreadOffsetMs,
       claimed_at: o.claimedAt.toISOString(),
       enqueued_at: iso(o.enqueuedAt),
       run_status: o.runStatus,
@@ -155,5 +161,8 @@ export function previewJson(p: PreviewedFire): Wire {
     local_time: p.localTime,
     time_zone: p.timeZone,
     ...(p.shiftedFrom !== null ? { shifted_from: p.shiftedFrom } : {}),
+    ...(p.slotAt !== null
+      ? { slot_at: p.slotAt.toISOString(), spread_offset_ms: p.spreadOffsetMs ?? 0 }
+      : {}),
   };
 }

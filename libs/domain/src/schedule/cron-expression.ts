@@ -8,7 +8,12 @@
  * - day-of-month: `L` (last day), `L-n` (n days before the last), `nW` (weekday nearest day n, never leaving the
  *   month; no match when the month has no day n), `LW` (last weekday), `?` (same as `*`);
  * - day-of-week: `d#n` (n-th weekday d of the month, n 1–5), `dL` or `d#L` (last weekday d), `?` (same as `*`);
- * - macros: @yearly @annually @monthly @weekly @daily @midnight @hourly.
+ * - macros: @yearly @annually @monthly @weekly @daily @midnight @hourly;
+ * - Jenkins-style hashed values, stable per job (the `hashSeed`, a job id): `H` (one value of the field,
+ *   day-of-month 1–28 so every month has it), `H/s` (every s, from a hashed start below s), `H(a-b)` (one
+ *   value in a–b), `H(a-b)/s` (every s in a–b, from a hashed start). `H 9 * * *` fires at a minute of 9
+ *   o'clock that is the same for the job every day and differs between jobs, spreading herds of identical
+ *   crons. Each H is replaced by plain numbers before the fields are parsed (`resolvedExpression`).
  * Day-of-month and day-of-week combine as in Vixie cron: when both are restricted (neither is exactly `*` or `?`)
  * a day matches if EITHER matches; otherwise the restricted one decides. Unlike Vixie, `*\/2` counts as restricted
  * (croner and cron-parser agree), so `0 0 *\/2 * MON` fires on odd days and on Mondays.
@@ -77,10 +82,13 @@ export interface CronFields {
   readonly dayOfWeek: string;
 }
 
-/** Parses a cron expression (5 or 6 fields, or a macro); never throws. */
-export function parseCron(expression: string): CronParseResult {
+/**
+ * Parses a cron expression (5 or 6 fields, or a macro); never throws. `hashSeed` (the job id) places
+ * any `H` token; without one, H is placed as for the empty id (enough to check the syntax).
+ */
+export function parseCron(expression: string, hashSeed = ''): CronParseResult {
   try {
-    return { ok: true, cron: new ParsedCron(expression) };
+    return { ok: true, cron: new ParsedCron(expression, hashSeed) };
   } catch (error) {
     if (error instanceof CronSyntaxError) return { ok: false, message: error.message };
     throw error;
@@ -90,16 +98,28 @@ export function parseCron(expression: string): CronParseResult {
 const compiled = new Map<string, ParsedCron>();
 const COMPILED_CACHE_LIMIT = 50_000;
 
-/** Parsed expression from a process-wide cache (hot path); throws on an invalid expression. */
-export function compileCron(expression: string): ParsedCron {
-  let cron = compiled.get(expression);
+/** Whether an expression uses the hashed `H` token, so its meaning depends on the job (hashSeed). */
+export function usesHashToken(expression: string): boolean {
+  return HASH_ITEM.test(expression);
+}
+
+/** An `H` item inside an expression (not the H of a name such as THU). */
+const HASH_ITEM = /(?:^|[\s,])H(?=$|[\s,(/])/i;
+
+/**
+ * Parsed expression from a process-wide cache (hot path); throws on an invalid expression. An
+ * expression with `H` is cached per seed: each job's H lands elsewhere.
+ */
+export function compileCron(expression: string, hashSeed = ''): ParsedCron {
+  const key = usesHashToken(expression) ? `${hashSeed}\u0000${expression}` : expression;
+  let cron = compiled.get(key);
   if (cron === undefined) {
-    const result = parseCron(expression);
+    const result = parseCron(expression, hashSeed);
     if (!result.ok) throw new Error(`invalid cron expression '${expression}': ${result.message}`);
     // Expressions come from stored jobs, so the set is bounded in practice; the limit only guards leaks.
     if (compiled.size >= COMPILED_CACHE_LIMIT) compiled.clear();
     cron = result.cron;
-    compiled.set(expression, cron);
+    compiled.set(key, cron);
   }
   return cron;
 }
@@ -129,6 +149,10 @@ export class ParsedCron {
   readonly fields: CronFields;
   /** Whether the expression had an explicit seconds field. */
   readonly hasSeconds: boolean;
+  /** The fields as written (after macro expansion), before `H` was replaced; seconds first. */
+  readonly writtenFields: CronFields;
+  /** Whether any field used the hashed `H` token. */
+  readonly hashed: boolean;
   /**
    * Whether the hour field is `*` or `*\/n`: such schedules follow real time across DST changes
    * (AUTO policies skip the gap and fire in both copies of a repeated hour).
@@ -157,7 +181,7 @@ export class ParsedCron {
   private cachedMonthMask = 0;
   private spacingMs: number | undefined;
 
-  constructor(expression: string) {
+  constructor(expression: string, hashSeed = '') {
     this.source = expression;
     let text = expression.trim().toUpperCase();
     if (text.startsWith('@')) {
@@ -184,7 +208,19 @@ export class ParsedCron {
       string,
       string,
     ];
-    const [second, minute, hour, dayOfMonth, month, dayOfWeek] = six;
+    const specs = [SECOND, MINUTE, HOUR, DAY_OF_MONTH, MONTH, DAY_OF_WEEK];
+    const written = six;
+    this.hashed = written.some((f) => HASH_ITEM.test(f));
+    const resolved = written.map((f, i) => resolveHashTokens(f, specs[i]!, hashSeed)) as typeof six;
+    const [second, minute, hour, dayOfMonth, month, dayOfWeek] = resolved;
+    this.writtenFields = {
+      second: written[0],
+      minute: written[1],
+      hour: written[2],
+      dayOfMonth: written[3],
+      month: written[4],
+      dayOfWeek: written[5],
+    };
     this.fields = { second, minute, hour, dayOfMonth, month, dayOfWeek };
 
     const secondSet = parsePlainField(second, SECOND);
@@ -198,7 +234,8 @@ export class ParsedCron {
     this.seconds = valuesOf(secondSet);
     this.minutes = valuesOf(minuteSet);
     this.hours = valuesOf(hourSet);
-    this.hourFollowsRealTime = hour.startsWith('*');
+    // `H/n` hours are a step like `*/n`: they follow real time across DST changes too.
+    this.hourFollowsRealTime = hour.startsWith('*') || /^H\/\d+$/.test(written[2]);
 
     this.dayOfMonthRestricted = dayOfMonth !== '*' && dayOfMonth !== '?';
     let domMask = 0;
@@ -267,6 +304,13 @@ export class ParsedCron {
     this.dowMask = dowMask;
     this.dowLastMask = dowLastMask;
     this.dowNth = dowNth;
+  }
+
+  /** The expression with every `H` replaced by the values it stands for (5 fields unless it had seconds). */
+  get resolvedExpression(): string {
+    const f = this.fields;
+    const five = `${f.minute} ${f.hour} ${f.dayOfMonth} ${f.month} ${f.dayOfWeek}`;
+    return this.hasSeconds ? `${f.second} ${five}` : five;
   }
 
   /** The first wall-clock time (ms, local time read as UTC) strictly after `wall` that matches; null if none within 400 years. */
@@ -516,4 +560,57 @@ function checkedValue(value: number, spec: FieldSpec, token: string): number {
     throw new CronSyntaxError(`${spec.label} field: '${token}' is out of range ${spec.min}-${spec.max}`);
   }
   return value;
+}
+
+/** Highest day-of-month a bare `H` picks: every month has days 1–28 (as Jenkins). */
+const HASHED_DAY_OF_MONTH_MAX = 28;
+
+/**
+ * Replaces the `H` items of one field by plain cron items, from a hash of (seed, field): `H` → a value,
+ * `H/s` → `h-max/s` with h < s, `H(a-b)` → a value in a–b, `H(a-b)/s` → `a+h-b/s`. Other items are kept.
+ */
+function resolveHashTokens(field: string, spec: FieldSpec, seed: string): string {
+  if (!HASH_ITEM.test(field)) return field;
+  return field
+    .split(',')
+    .map((item) => {
+      if (!/^H(?=$|[(/])/.test(item)) return item;
+      const match = /^H(?:\((\d+)-(\d+)\))?(?:\/(\d+))?$/.exec(item);
+      if (match === null) {
+        throw new CronSyntaxError(
+          `${spec.label} field: '${item}' is not a valid H form (H, H/s, H(a-b), H(a-b)/s)`,
+        );
+      }
+      const [, fromText, toText, stepText] = match;
+      const defaultMax = spec === DAY_OF_MONTH ? HASHED_DAY_OF_MONTH_MAX : spec.openMax;
+      const from = fromText === undefined ? spec.min : checkedValue(Number(fromText), spec, fromText);
+      const to = toText === undefined ? defaultMax : checkedValue(Number(toText), spec, toText);
+      if (from > to) throw new CronSyntaxError(`${spec.label} field: range in '${item}' runs backwards`);
+      const hash = hashOf(seed, spec.label);
+      if (stepText === undefined) return String(from + (hash % (to - from + 1)));
+      const step = Number(stepText);
+      const span = to - from + 1;
+      if (step < 1 || step > span)
+        throw new CronSyntaxError(
+          `${spec.label} field: step ${stepText} in '${item}' must be between 1 and ${span}`,
+        );
+      return `${from + (hash % step)}-${to}/${step}`;
+    })
+    .join(',');
+}
+
+/** FNV-1a of `${seed}|${label}` with murmur3's finalizer: a job's H values, stable across processes. */
+function hashOf(seed: string, label: string): number {
+  let hash = 0x811c9dc5;
+  const key = `${seed}|${label}`;
+  for (let i = 0; i < key.length; i++) {
+    hash ^= key.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  hash ^= hash >>> 16;
+  hash = Math.imul(hash, 0x85ebca6b);
+  hash ^= hash >>> 13;
+  hash = Math.imul(hash, 0xc2b2ae35);
+  hash ^= hash >>> 16;
+  return hash >>> 0;
 }

@@ -1,6 +1,13 @@
 /** The time brain's pure core: schedules, cron with DST policies, occurrences, misfire planning, jitter. */
 export * from './schedule';
-export { parseCron, compileCron, ParsedCron, type CronParseResult, type CronFields } from './cron-expression';
+export {
+  parseCron,
+  compileCron,
+  usesHashToken,
+  ParsedCron,
+  type CronParseResult,
+  type CronFields,
+} from './cron-expression';
 export {
   effectiveGapPolicy,
   effectiveRepeatPolicy,
@@ -63,4 +70,4 @@ export {
   type SkippedOccurrences,
   type OccurrenceSkipReason,
 } from './misfire';
-export { jitterOffsetMs, jitteredFireTime, defaultHerdWindowMs } from './jitter';
+export { jitterOffsetMs, jitteredFireTime, defaultHerdWindowMs, spreadOffsetMs } from './jitter';

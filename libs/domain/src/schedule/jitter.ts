@@ -20,6 +20,18 @@ export function jitterOffsetMs(jobId: string, nominal: Date, windowMs: number): 
   return floor((occurrenceHash(jobId, nominal.getTime()) / TWO_POW_32) * window);
 }
 
+/**
+ * The herd-window offset in [0, spreadMs) of a job's occurrence at `nominal` (with its dst_gap SHIFT, which
+ * tells apart two occurrences at one instant): a stable hash of (job, occurrence), so every claim, re-claim
+ * and preview computes the same slot. Hashed apart from jitter (another key), so the two never correlate.
+ */
+export function spreadOffsetMs(jobId: string, nominal: Date, spreadMs: number, dstShiftMs = 0): number {
+  const window = floor(spreadMs);
+  if (!(window >= 1)) return 0;
+  const key = dstShiftMs === 0 ? `spread|${jobId}` : `spread|${jobId}|${dstShiftMs}`;
+  return floor((occurrenceHash(key, nominal.getTime()) / TWO_POW_32) * window);
+}
+
 /** The instant a jittered fire runs: nominal + jitterOffsetMs. */
 export function jitteredFireTime(jobId: string, nominal: Date, windowMs: number): Date {
   return new Date(nominal.getTime() + jitterOffsetMs(jobId, nominal, windowMs));
@@ -38,7 +50,7 @@ export function defaultHerdWindowMs(schedule: Schedule, nominal: Date, clusterDe
     schedule.kind === 'interval'
       ? schedule.everyMs
       : schedule.kind === 'cron'
-        ? compileCron(schedule.expression).minimumSpacingMs()
+        ? compileCron(schedule.expression, schedule.hashSeed).minimumSpacingMs()
         : compileRrule(schedule.rule, schedule.dtstart, schedule.exdates).minimumSpacingMs();
   return max(0, min(floor(clusterDefaultMs), floor(spacing / 2)));
 }

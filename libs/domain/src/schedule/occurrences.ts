@@ -201,7 +201,7 @@ function nextRrulePoint(
 
 /** The shifts of the nominal wall times of a cron schedule that fire at instant `at`, largest first. */
 function cronShiftsOf(schedule: CronSchedule, at: number): number[] {
-  const cron = compileCron(schedule.expression);
+  const cron = compileCron(schedule.expression, schedule.hashSeed);
   const gap = effectiveGapPolicy(cron, schedule.dstGap);
   // Only SHIFT moves wall times onto others: the other policies fire each instant once, unmoved.
   if (gap !== 'SHIFT') return [0];
@@ -261,7 +261,7 @@ function nextCronAfter(
   until: number,
   search: OccurrenceSearch | undefined,
 ): number | null {
-  const cron = compileCron(schedule.expression);
+  const cron = compileCron(schedule.expression, schedule.hashSeed);
   return nextCronInstantAfter(
     cron,
     zoneRules(schedule.timeZone),

@@ -26,6 +26,8 @@ export interface ScheduleParseOptions {
   readonly minIntervalMs: number;
   /** The present: default interval anchor, and reference for "would never fire". */
   readonly now: Date;
+  /** The job id that places the expression's `H` tokens (see CronSchedule.hashSeed). */
+  readonly hashSeed?: string;
 }
 
 /** Outcome of `parseSchedule`. */
@@ -220,7 +222,7 @@ export function parseSchedule(
     else if (expression.length > MAX_EXPRESSION_LENGTH)
       fail('expression', `must be at most ${MAX_EXPRESSION_LENGTH} characters`);
     else {
-      const parsed = parseCron(expression);
+      const parsed = parseCron(expression, options.hashSeed);
       if (!parsed.ok) fail('expression', `${parsed.message} (in '${expression}')`);
       else {
         cron = parsed.cron;
@@ -248,7 +250,15 @@ export function parseSchedule(
       dstGap &&
       dstRepeat
     ) {
-      schedule = { kind: 'cron', expression, timeZone, dstGap, dstRepeat, ...bounds };
+      schedule = {
+        kind: 'cron',
+        expression,
+        timeZone,
+        dstGap,
+        dstRepeat,
+        ...bounds,
+        ...(options.hashSeed !== undefined && cron?.hashed ? { hashSeed: options.hashSeed } : {}),
+      };
     }
   }
   if (schedule === undefined) return { ok: false, violations };

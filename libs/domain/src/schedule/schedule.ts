@@ -38,6 +38,11 @@ export interface CronSchedule extends ScheduleBounds {
   readonly timeZone: string;
   readonly dstGap: DstGapPolicy;
   readonly dstRepeat: DstRepeatPolicy;
+  /**
+   * Where the expression's `H` tokens land: the job's id (Jenkins-style hashed values, stable per job).
+   * Not part of the definition a client writes; set from the job id wherever a job's schedule is read.
+   */
+  readonly hashSeed?: string;
 }
 
 /**

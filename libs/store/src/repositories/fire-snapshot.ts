@@ -12,6 +12,8 @@ export interface FireEventSnapshot {
   fire_id: string;
   scheduled_for: string;
   nominal_time: string;
+  /** Absent in snapshots written before herd windows: 0. */
+  spread_offset_ms?: number;
   attempt: number;
   target: Record<string, JsonValue>;
   payload: JsonValue;
@@ -26,6 +28,7 @@ export function fireEventSnapshot(e: FireEvent): FireEventSnapshot {
     fire_id: e.fireId,
     scheduled_for: e.scheduledFor.toISOString(),
     nominal_time: e.nominalTime.toISOString(),
+    ...(e.spreadOffsetMs ? { spread_offset_ms: e.spreadOffsetMs } : {}),
     attempt: e.attempt,
     target: targetToWire(e.target),
     payload: e.payload,
@@ -41,6 +44,7 @@ export function fireEventFromSnapshot(s: FireEventSnapshot): FireEvent {
     fireId: s.fire_id,
     scheduledFor: new Date(s.scheduled_for),
     nominalTime: new Date(s.nominal_time),
+    ...(s.spread_offset_ms ? { spreadOffsetMs: Number(s.spread_offset_ms) } : {}),
     attempt: s.attempt,
     target: targetFromWire(s.target),
     payload: s.payload,

@@ -87,6 +87,8 @@ interface FireRow {
   readonly nominal: string;
   readonly shift: number;
   readonly scheduled: string;
+  /** The herd window's offset of the slot (0: none). */
+  readonly spread: number;
 }
 
 /** One planned job's share of a claim's write, its instants already as ISO text. */
@@ -173,6 +175,7 @@ function jobWriteOf(job: ClaimableJob, p: DueOccurrencePlan): JobWrite {
       fireId: fireIdOf({ jobId: job.jobId, fenceToken }),
       scheduledFor: f.scheduledFor,
       nominalTime: f.nominalTime,
+      ...(f.spreadOffsetMs ? { spreadOffsetMs: f.spreadOffsetMs } : {}),
       attempt: 1,
       target: job.target,
       payload: job.payload,
@@ -188,6 +191,7 @@ function jobWriteOf(job: ClaimableJob, p: DueOccurrencePlan): JobWrite {
       nominal: planned(f.nominalTime, 'nominal time'),
       shift: f.dstShiftMs ?? 0,
       scheduled: planned(f.scheduledFor, 'fire time'),
+      spread: f.spreadOffsetMs ?? 0,
     });
   });
   const skips: ClaimSkip[] = [];
@@ -623,15 +627,16 @@ export class FireRepository {
          RETURNING batch_id, shard
        ), f AS (
          -- Each fire records the job version it was claimed under (its event is that version's snapshot).
-         INSERT INTO fires (job_id, fence_token, tenant_id, shard, nominal_time, dst_shift_ms, scheduled_for, claimed_by, trace_context, batch_id, job_version, event)
-         SELECT v.job_id, v.token, u.tenant_id, u.shard, v.nominal, v.shift, v.scheduled, $11, v.trace, b.batch_id, u.version,
+         INSERT INTO fires (job_id, fence_token, tenant_id, shard, nominal_time, dst_shift_ms, scheduled_for, spread_offset_ms, claimed_by, trace_context, batch_id, job_version, event)
+         SELECT v.job_id, v.token, u.tenant_id, u.shard, v.nominal, v.shift, v.scheduled, v.spread, $11, v.trace, b.batch_id, u.version,
                 jsonb_build_object(
                   'job_id', v.job_id, 'tenant_id', u.tenant_id, 'fence_token', v.token,
                   'fire_id', v.job_id || ':' || v.token,
                   'scheduled_for', to_char(v.scheduled AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
                   'nominal_time', to_char(v.nominal AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
                   'attempt', 1, 'target', u.target, 'payload', u.payload)
-           FROM unnest($6::text[], $7::bigint[], $8::timestamptz[], $9::timestamptz[], $10::jsonb[], $14::int[]) AS v(job_id, token, nominal, scheduled, trace, shift)
+                || CASE WHEN v.spread > 0 THEN jsonb_build_object('spread_offset_ms', v.spread) ELSE '{}'::jsonb END
+           FROM unnest($6::text[], $7::bigint[], $8::timestamptz[], $9::timestamptz[], $10::jsonb[], $14::int[], $15::bigint[]) AS v(job_id, token, nominal, scheduled, trace, shift, spread)
            JOIN u ON u.job_id = v.job_id
            JOIN b ON b.shard = u.shard
          -- An occurrence is (nominal instant, DST shift): two at one instant are both fired.
@@ -658,6 +663,7 @@ export class FireRepository {
         fires.map((f) => f.shard),
         group.map((w) => w.nextShift),
         rows.map((r) => r.shift),
+        rows.map((r) => r.spread),
       ],
     );
     const batchOfShard = new Map<number, number>();

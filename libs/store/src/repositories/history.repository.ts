@@ -19,6 +19,8 @@ export type OccurrenceEntry =
       readonly fenceToken: number;
       readonly trigger: FireTrigger;
       readonly scheduledFor: Date;
+      /** The herd window's slot offset: scheduledFor = nominalTime + spreadOffsetMs (0: no window). */
+      readonly spreadOffsetMs: number;
       readonly claimedAt: Date;
       readonly enqueuedAt: Date | null;
       readonly runStatus: RunStatus | null;
@@ -65,6 +67,7 @@ interface OccurrenceRow {
   reason: string | null;
   trigger: FireTrigger | null;
   scheduled_for: Date | null;
+  spread_offset_ms: string | null;
   claimed_at: Date | null;
   enqueued_at: Date | null;
   run_status: RunStatus | null;
@@ -153,7 +156,7 @@ export class HistoryRepository {
     const { rows } = await this.pool.query<OccurrenceRow>(
       `SELECT * FROM (
          SELECT 'FIRE'::text AS kind, f.nominal_time AS at, f.fence_token AS seq, f.nominal_time AS first_nominal, 1::bigint AS occurrences,
-                v.reason, f.trigger, f.scheduled_for, f.claimed_at, b.enqueued_at, r.status AS run_status, f.claimed_at AS recorded_at,
+                v.reason, f.trigger, f.scheduled_for, f.spread_offset_ms, f.claimed_at, b.enqueued_at, r.status AS run_status, f.claimed_at AS recorded_at,
                 f.job_version, v.lateness_ms
            FROM fires f
            JOIN fire_batches b ON b.batch_id = f.batch_id
@@ -162,7 +165,7 @@ export class HistoryRepository {
           WHERE f.job_id = $1
          UNION ALL
          SELECT 'SKIP', s.last_nominal, s.id, s.first_nominal, s.occurrences,
-                s.reason, NULL, NULL, NULL, NULL, NULL, s.recorded_at, s.job_version, NULL
+                s.reason, NULL, NULL, NULL, NULL, NULL, NULL, s.recorded_at, s.job_version, NULL
            FROM occurrence_skips s
           WHERE s.job_id = $1
        ) o
@@ -180,6 +183,7 @@ export class HistoryRepository {
           fenceToken: Number(r.seq),
           trigger: r.trigger ?? 'SCHEDULE',
           scheduledFor: r.scheduled_for!,
+          spreadOffsetMs: Number(r.spread_offset_ms ?? 0),
           claimedAt: r.claimed_at!,
           enqueuedAt: r.enqueued_at,
           runStatus: r.run_status,

@@ -130,7 +130,8 @@ export class InsightRepository {
           CROSS JOIN LATERAL (
             SELECT r.job_id, r.tenant_id, r.status, r.attempt,
                    CASE WHEN r.started_at IS NULL THEN NULL
-                        ELSE greatest(0, extract(epoch FROM r.started_at - r.scheduled_for) * 1000) END AS late_ms
+                        -- From the nominal time under a herd window: the slot's offset counts as lateness.
+                        ELSE greatest(0, extract(epoch FROM r.started_at - r.scheduled_for) * 1000 + r.spread_offset_ms) END AS late_ms
               FROM job_runs r
              WHERE r.created_at >= b.lo AND r.created_at < b.hi AND ${runScope}
              ORDER BY r.created_at DESC LIMIT $5) x

@@ -63,7 +63,7 @@ export function claimableJobFromRow(row: ClaimRow): ClaimableJob {
     jobId: row.job_id,
     tenantId: row.tenant_id,
     shard: row.shard,
-    schedule: scheduleFromWire(row.schedule),
+    schedule: scheduleFromWire(row.schedule, row.job_id),
     status: row.status,
     nextRunAt: row.next_run_at,
     nextNominalAt: row.next_nominal_at,
@@ -109,10 +109,12 @@ export interface RunRow {
   http_status: number | null;
   error: string | null;
   job_version: number | null;
+  /** bigint: pg returns it as text. Absent where a query does not select it. */
+  spread_offset_ms?: string | number;
 }
 
 export const RUN_COLUMNS =
-  'job_id, fence_token, tenant_id, fire_id, nominal_time, scheduled_for, attempt, status, lease_owner, lease_expires_at, started_at, finished_at, http_status, error, job_version';
+  'job_id, fence_token, tenant_id, fire_id, nominal_time, scheduled_for, spread_offset_ms, attempt, status, lease_owner, lease_expires_at, started_at, finished_at, http_status, error, job_version';
 
 /** A job_runs row as a domain Run. */
 export function runFromRow(row: RunRow): Run {
@@ -123,6 +125,7 @@ export function runFromRow(row: RunRow): Run {
     fireId: row.fire_id,
     nominalTime: row.nominal_time,
     scheduledFor: row.scheduled_for,
+    spreadOffsetMs: Number(row.spread_offset_ms ?? 0),
     attempt: row.attempt,
     status: row.status,
     leaseOwner: row.lease_owner,

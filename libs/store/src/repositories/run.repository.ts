@@ -112,8 +112,8 @@ const DEADLOCK = '40P01';
 
 /** The rows of recordUnleasedRuns ($1-$7, $9, $10), as `i`. */
 const UNLEASED_INPUT = `unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[],
-                       $7::double precision[], $9::int[], $10::uuid[])
-                AS i(job_id, fence_token, tenant_id, fire_id, nominal_time, scheduled_for, duration_ms, http_status, lease_token)`;
+                       $7::double precision[], $9::int[], $10::uuid[], $11::bigint[])
+                AS i(job_id, fence_token, tenant_id, fire_id, nominal_time, scheduled_for, duration_ms, http_status, lease_token, spread_offset_ms)`;
 
 /** The rows of completeRuns ($1-$7), as `c`. */
 const COMPLETION_INPUT = `unnest($1::text[], $2::bigint[], $3::uuid[], $4::text[], $5::int[], $6::text[], $7::timestamptz[])
@@ -203,12 +203,12 @@ export class RunRepository {
     }>(
       `WITH input AS (
          SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[], $7::int[],
-                              $10::uuid[])
-                  WITH ORDINALITY AS i(job_id, fence_token, tenant_id, fire_id, nominal_time, scheduled_for, attempt, lease_token, ord)),
+                              $10::uuid[], $11::bigint[])
+                  WITH ORDINALITY AS i(job_id, fence_token, tenant_id, fire_id, nominal_time, scheduled_for, attempt, lease_token, spread_offset_ms, ord)),
        up AS (
-         INSERT INTO job_runs (job_id, fence_token, tenant_id, fire_id, nominal_time, scheduled_for, attempt, status,
+         INSERT INTO job_runs (job_id, fence_token, tenant_id, fire_id, nominal_time, scheduled_for, spread_offset_ms, attempt, status,
                                lease_owner, lease_token, lease_expires_at, started_at)
-         SELECT i.job_id, i.fence_token, i.tenant_id, i.fire_id, i.nominal_time, i.scheduled_for, i.attempt, 'RUNNING',
+         SELECT i.job_id, i.fence_token, i.tenant_id, i.fire_id, i.nominal_time, i.scheduled_for, i.spread_offset_ms, i.attempt, 'RUNNING',
                 $8, COALESCE(i.lease_token, gen_random_uuid()), now() + make_interval(secs => $9::double precision / 1000), now()
            FROM input i
           -- One lock order for every writer, so concurrent batches cannot deadlock each other.
@@ -242,6 +242,7 @@ export class RunRepository {
         owner,
         leaseMs,
         tokens,
+        fires.map((f) => f.spreadOffsetMs ?? 0),
       ],
     );
     const starts = new Array<RunStart | undefined>(fires.length);
@@ -312,9 +313,9 @@ export class RunRepository {
    */
   async recordUnleasedRuns(items: readonly UnleasedRun[]): Promise<(RecordedRun | null)[]> {
     if (items.length === 0) return [];
-    const insert = `INSERT INTO job_runs (job_id, fence_token, tenant_id, fire_id, nominal_time, scheduled_for, attempt, status,
+    const insert = `INSERT INTO job_runs (job_id, fence_token, tenant_id, fire_id, nominal_time, scheduled_for, spread_offset_ms, attempt, status,
                                lease_owner, lease_token, started_at, finished_at, http_status)
-         SELECT i.job_id, i.fence_token, i.tenant_id, i.fire_id, i.nominal_time, i.scheduled_for, 1, 'SUCCEEDED',
+         SELECT i.job_id, i.fence_token, i.tenant_id, i.fire_id, i.nominal_time, i.scheduled_for, i.spread_offset_ms, 1, 'SUCCEEDED',
                 $8, i.lease_token, now() - make_interval(secs => i.duration_ms / 1000), now(), i.http_status
            FROM ${UNLEASED_INPUT}
           -- The lock order of every ledger writer that inserts.
@@ -343,6 +344,7 @@ export class RunRepository {
         items[0]!.owner,
         items.map((x) => x.httpStatus),
         items.map((x) => x.leaseToken ?? null),
+        items.map((x) => x.fire.spreadOffsetMs ?? 0),
       ]),
     );
     const inserted = new Map(
