@@ -298,7 +298,9 @@ export class AdminGrpcController {
       async () => {
         const fromIso = isoFromTimestamp(req.from);
         if (wire === undefined)
-          throw new ValidationError([{ field: 'schedule', message: 'is required (once, interval, cron or rrule)' }]);
+          throw new ValidationError([
+            { field: 'schedule', message: 'is required (once, interval, cron or rrule)' },
+          ]);
         const preview = await previewSchedule(wire, {
           count: num(req.count),
           from: fromIso ? new Date(fromIso) : undefined,
