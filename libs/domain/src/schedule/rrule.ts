@@ -679,8 +679,8 @@ export function nextRrulePointAfter(
 ): RrulePoint | null {
   const untilMs = rule.parts.untilMs === undefined ? until : min(until, rule.parts.untilMs);
   if (after.at >= untilMs) return null;
-  // No wall time below this maps to an instant after `after.at` (wall = instant + an offset in force near it).
-  const lowWall = after.at + offsetNear(zone, after.at, min) + 1;
+  // No wall time below this maps to an instant after `after.at` (wall = instant + an offset in force there).
+  const lowWall = after.at + lowOffsetAfter(zone, after.at) + 1;
   // Offsets are within a day of UTC: no wall time past this maps to an instant at or before `untilMs`.
   const maxWall = untilMs + DAY_MS;
   let best: RrulePoint | null = null;
@@ -691,7 +691,7 @@ export function nextRrulePointAfter(
       if (pointBefore(after, p) && (best === null || pointBefore(p, best))) {
         best = p;
         // A later wall time maps below `best` only through an offset larger than the one in force here.
-        stopWall = min(stopWall, p.at + offsetNear(zone, p.at, max));
+        stopWall = min(stopWall, p.at + highOffsetAt(zone, p.at));
       }
     }
     wall = rule.nextWallAtOrAfter(wall + 1, stopWall);
@@ -699,14 +699,38 @@ export function nextRrulePointAfter(
   return best !== null && best.at <= untilMs ? best : null;
 }
 
-/** The smallest (or largest) UTC offset in force within two days of `at`. */
-function offsetNear(zone: ZoneRules, at: number, pick: (a: number, b: number) => number): number {
-  const segment = zone.segmentAt(at);
-  let o = segment.offset;
-  const { previous, next } = segment;
-  if (previous !== null && at - previous.at < 2 * DAY_MS) o = pick(o, previous.before);
-  if (next !== null && next.at - at < 2 * DAY_MS) o = pick(o, next.after);
+/**
+ * The smallest offset through which a wall time can give an instant after `t`: the offset in force, less
+ * where a fall-back just ahead repeats wall times already passed (its second copy is read with the lower
+ * offset) or a spring-forward just behind still shifts gap wall times (read with the offset before it).
+ */
+function lowOffsetAfter(zone: ZoneRules, t: number): number {
+  const { offset, previous, next } = zone.segmentAt(t + 1);
+  let o = offset;
+  if (
+    previous !== null &&
+    previous.after > previous.before &&
+    t + 1 < previous.at + (previous.after - previous.before)
+  )
+    o = min(o, previous.before);
+  if (next !== null && next.after < next.before && next.at - t <= next.before - next.after)
+    o = min(o, next.after);
   return o;
+}
+
+/**
+ * The largest offset through which a later wall time can give an instant at or before `at`: the offset in
+ * force, or, in the second copy of a fall-back's repeated hour, the higher offset of the first copy.
+ */
+function highOffsetAt(zone: ZoneRules, at: number): number {
+  const { offset, previous } = zone.segmentAt(at);
+  if (
+    previous !== null &&
+    previous.after < previous.before &&
+    at - previous.at < previous.before - previous.after
+  )
+    return max(offset, previous.before);
+  return offset;
 }
 
 /** The occurrences a wall time gives under the policies: none (SKIP in a gap), one, or two (BOTH in an overlap). */
