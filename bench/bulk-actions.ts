@@ -3,7 +3,11 @@
  * of its own, then times a dry run, a bulk pause and a bulk resume of the labelled half through
  * BulkActionService, with the event loop's delay measured during each (the windows must not
  * stall it). `npm run bench:bulk` (BENCH_JOBS=1000000 by default; DATABASE_URL names the server).
+ * Prints the figures and writes bench/results/bulk-<date>.{json,md}.
  */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { BulkActionService, JobService, type Caller } from '@tickwork/jobs';
 import {
@@ -46,6 +50,15 @@ async function main(): Promise<void> {
       }),
     );
     const caller: Caller = { actor: 'bench', role: 'tenant', tenantId: 'acme', via: 'rest' };
+    const steps: {
+      step: string;
+      ms: number;
+      matched: number;
+      changed: number;
+      delayMaxMs: number;
+      delayP99Ms: number;
+    }[] = [];
+    const loadBefore = loadavg()[0]!;
     for (const body of [
       { action: 'PAUSE', label_selector: 'team=payments,env=prod', dry_run: true },
       { action: 'PAUSE', label_selector: 'team=payments,env=prod' },
@@ -57,12 +70,42 @@ async function main(): Promise<void> {
       const r = await service.run(caller, body);
       delay.disable();
       const ms = Date.now() - t;
+      steps.push({
+        step: `${body.action}${body.dry_run ? ' (dry run)' : ''}`,
+        ms,
+        matched: r.matched,
+        changed: r.changed,
+        delayMaxMs: delay.max / 1e6,
+        delayP99Ms: delay.percentile(99) / 1e6,
+      });
       console.log(
         `${body.action}${body.dry_run ? ' (dry run)' : ''}: ${ms} ms, matched ${r.matched}, changed ${r.changed}` +
           `${r.changed > 0 ? ` (${Math.round(r.changed / (ms / 1000))} jobs/s)` : ''}; event-loop delay max ` +
           `${(delay.max / 1e6).toFixed(1)} ms, p99 ${(delay.percentile(99) / 1e6).toFixed(1)} ms`,
       );
     }
+    const date = new Date().toISOString();
+    const md = [
+      `# bench:bulk — ${date}`,
+      '',
+      `${n} jobs of one tenant, half labelled team=payments; 1-minute load average ${loadBefore.toFixed(1)} before, ${loadavg()[0]!.toFixed(1)} after.`,
+      '',
+      '| step | ms | matched | changed | jobs/s | event-loop delay max / p99 (ms) |',
+      '| --- | --- | --- | --- | --- | --- |',
+      ...steps.map(
+        (x) =>
+          `| ${x.step} | ${x.ms} | ${x.matched} | ${x.changed} | ${x.changed > 0 ? Math.round(x.changed / (x.ms / 1000)) : '—'} | ${x.delayMaxMs.toFixed(1)} / ${x.delayP99Ms.toFixed(1)} |`,
+      ),
+      '',
+    ].join('\n');
+    const dir = join(process.cwd(), 'bench', 'results');
+    mkdirSync(dir, { recursive: true });
+    const stamp = date.replace(/[:.]/g, '-');
+    writeFileSync(
+      join(dir, `bulk-${stamp}.json`),
+      JSON.stringify({ date, jobs: n, loadBefore, steps }, null, 2),
+    );
+    writeFileSync(join(dir, `bulk-${stamp}.md`), md);
   } finally {
     await pool.end();
   }
