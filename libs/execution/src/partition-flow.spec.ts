@@ -576,6 +576,20 @@ describe('PartitionFlow', () => {
       expect(flow.settling).toBe(false);
     });
 
+    it('starts the held backlog as soon as the last partition awaited answers, even with fires on time', async () => {
+      const proc = new GroupingProcessor();
+      const flow = new PartitionFlow(new Control(), new Slots(10), proc, {}, { backlogSettleMs: 60_000 });
+      flow.onAssignment(new Map([['fires', [0, 1]]]));
+      flow.expectBacklog(new Map([['fires', [0, 1]]]));
+      await flow.onBatch(batchOf('fires', 0, [5], overdue(Date.now() - 30_000)).batch);
+      await tick();
+      expect(proc.started).toEqual([]);
+      await flow.onBatch(batchOf('fires', 1, [11], () => ({ 'tickwork-due-at': String(Date.now()) })).batch);
+      await tick();
+      expect([...proc.started].sort()).toEqual(['11', '5']);
+      expect(flow.settling).toBe(false);
+    });
+
     it('does not settle an assignment that follows another (an ordinary rebalance)', async () => {
       const proc = new GroupingProcessor();
       const flow = new PartitionFlow(new Control(), new Slots(10), proc, {}, { backlogSettleMs: 60_000 });

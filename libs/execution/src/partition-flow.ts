@@ -265,7 +265,6 @@ export class PartitionFlow {
       // Held until the other partitions' backlogs are here too (or the settle time is up).
       this.settle.held.add(w);
       this.regulate(w);
-      this.endSettleIfHeardAll();
       return;
     }
     // A backlog (fires overdue) starts on the next turn, merged by due time with the other
@@ -358,14 +357,12 @@ export class PartitionFlow {
   onAssignment(assignment: ReadonlyMap<string, readonly number[]>): void {
     const keys = new Set<string>();
     for (const [topic, partitions] of assignment) for (const p of partitions) keys.add(keyOf(topic, p));
-    // An assignment's backlog starts in due order across its partitions: the partitions'
-    // first batches come one fetch or more apart (after a broker restart, seconds apart while
-    // their leaders come back), and the first to come would otherwise go out whole before the
-    // others' older fires. Overdue batches wait for the partitions `expectBacklog` names (or
-    // the settle time); fires on time do not wait.
-    // Only an assignment that starts from nothing settles (the first, or the one after the consumer
-    // lost the group, as in a broker restart): a member that keeps partitions through an ordinary
-    // rebalance (a rolling deploy, a member's death) goes on without waiting.
+    // An assignment that starts from nothing (the first, or the one after the consumer lost the
+    // group, as on a broker's return) settles: its partitions' first batches come one fetch or
+    // more apart (seconds, while their leaders come back), and the first to come would otherwise
+    // go out whole before the others' older fires. Overdue batches wait for the partitions
+    // `expectBacklog` names, at most the settle time; fires on time do not wait. A member that
+    // keeps partitions through an ordinary rebalance (a rolling deploy, a member's death) does not.
     const fromNothing = this.assigned === null || this.assigned.size === 0;
     this.endSettle();
     if (this.backlogSettleMs > 0 && fromNothing && keys.size > 0 && !this.stopping) {
@@ -412,6 +409,8 @@ export class PartitionFlow {
   private heardFrom(key: string): void {
     this.settle!.heard.add(key);
     this.settle!.pending?.delete(key);
+    // The last partition awaited is here: what was held starts, merged with this batch if overdue.
+    this.endSettleIfHeardAll();
   }
 
   private endSettleIfHeardAll(): void {
