@@ -203,6 +203,9 @@ export class PrivatePostgres {
   }
 }
 
+/** Where infra/stack keeps the downloaded Kafka and registry (TICKWORK_STACK_CACHE, as infra/stack reads it). */
+const CACHE_DIR = process.env.TICKWORK_STACK_CACHE ?? join(ROOT, 'infra', '.cache');
+
 function pomProperty(file: string, name: string): string {
   const m = new RegExp(`<${name}>([^<]*)</${name}>`).exec(readFileSync(file, 'utf8'));
   if (!m?.[1]) throw new Error(`${file} has no <${name}>`);
@@ -212,7 +215,7 @@ function pomProperty(file: string, name: string): string {
 /** A single-node KRaft Kafka broker of the suite's own. */
 export class PrivateKafka {
   private readonly version = pomProperty(join(ROOT, 'infra', 'kafka', 'pom.xml'), 'kafka.version');
-  private readonly lib = join(ROOT, 'infra', '.cache', `kafka-${this.version}`);
+  private readonly lib = join(CACHE_DIR, `kafka-${this.version}`);
   private readonly data: string;
   private readonly props: string;
   private readonly pidFile: string;
@@ -383,9 +386,7 @@ export class Registry {
     }
     const version = pomProperty(join(ROOT, 'infra', 'registry', 'pom.xml'), 'registry.version');
     const jar = join(
-      ROOT,
-      'infra',
-      '.cache',
+      CACHE_DIR,
       `apicurio-registry-${version}`,
       `apicurio-registry-app-${version}-runner.jar`,
     );
