@@ -9,7 +9,7 @@
 import { status } from '@grpc/grpc-js';
 import { Client } from 'pg';
 import { AdminTestClient, type Msg } from '../support/admin-client';
-import { startApp, type AppProcess } from '../support/apps';
+import { type AppProcess, startPipeline } from '../support/apps';
 import { eventually, freePort, isolate, type Isolation } from '../support/env';
 import { contractFetch } from '../support/openapi';
 import { WebhookReceiver } from '../support/receiver';
@@ -62,13 +62,10 @@ describe('edit impact preview', () => {
       TICKWORK_LOOKAHEAD_MS: String(LOOKAHEAD_MS),
       TICKWORK_GRPC_PORT: String(grpcPort),
     });
-    api = startApp('api', env, await freePort());
-    await api.ready();
+    const pipeline = await startPipeline(env);
+    api = pipeline.api;
+    apps = pipeline.all;
     apiFetch = await contractFetch(api.url);
-    const scheduler = startApp('scheduler', env, await freePort());
-    const executor = startApp('executor', env, await freePort());
-    apps = [api, scheduler, executor];
-    await Promise.all([scheduler.ready(), executor.ready()]);
     db = new Client({ connectionString: iso.databaseUrl });
     await db.connect();
     grpc = new AdminTestClient(`127.0.0.1:${grpcPort}`);

@@ -16,7 +16,7 @@ import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { Kafka, logLevel } from 'kafkajs';
 import { Client as Pg } from 'pg';
 import { AdminTestClient, type Msg } from '../support/admin-client';
-import { startApp, type AppProcess } from '../support/apps';
+import { type AppProcess, startPipeline } from '../support/apps';
 import { eventually, freePort, isolate, STACK, type Isolation } from '../support/env';
 import { contractFetch } from '../support/openapi';
 import { WebhookReceiver } from '../support/receiver';
@@ -59,13 +59,10 @@ describe('herd windows (spread_ms) and the H token', () => {
       TICKWORK_TICK_MS: '100',
       TICKWORK_GRPC_PORT: String(grpcPort),
     });
-    api = startApp('api', env, await freePort());
-    await api.ready();
+    const pipeline = await startPipeline(env);
+    api = pipeline.api;
+    apps = pipeline.all;
     apiFetch = await contractFetch(api.url);
-    const scheduler = startApp('scheduler', env, await freePort());
-    const executor = startApp('executor', env, await freePort());
-    apps = [api, scheduler, executor];
-    await Promise.all([scheduler.ready(), executor.ready()]);
     grpcAddress = `127.0.0.1:${grpcPort}`;
     grpc = new AdminTestClient(grpcAddress);
   }, 120_000);

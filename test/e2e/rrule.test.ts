@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { status } from '@grpc/grpc-js';
 import { AdminTestClient, dateOf, ts, type Msg } from '../support/admin-client';
-import { startApp, type AppProcess } from '../support/apps';
+import { type AppProcess, startPipeline } from '../support/apps';
 import { eventually, freePort, isolate, type Isolation } from '../support/env';
 import { contractFetch } from '../support/openapi';
 import { WebhookReceiver } from '../support/receiver';
@@ -66,13 +66,10 @@ describe('rrule schedules', () => {
       TICKWORK_TICK_MS: '100',
       TICKWORK_GRPC_PORT: String(grpcPort),
     });
-    api = startApp('api', env, await freePort());
-    await api.ready();
+    const pipeline = await startPipeline(env);
+    api = pipeline.api;
+    apps = pipeline.all;
     apiFetch = await contractFetch(api.url);
-    const scheduler = startApp('scheduler', env, await freePort());
-    const executor = startApp('executor', env, await freePort());
-    apps = [api, scheduler, executor];
-    await Promise.all([scheduler.ready(), executor.ready()]);
     grpc = new AdminTestClient(server);
   }, 120_000);
 

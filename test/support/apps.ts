@@ -2,7 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { eventually } from './env';
+import { eventually, freePort } from './env';
 
 export type AppName = 'api' | 'scheduler' | 'executor';
 
@@ -100,4 +100,20 @@ export function startApp(name: AppName, env: Record<string, string>, port: numbe
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   return new AppProcess(name, child, port);
+}
+
+/**
+ * The whole pipeline on one environment: an api (ready first), then a scheduler and an executor,
+ * each on a free port; `all` lists the three for stopping.
+ */
+export async function startPipeline(
+  env: Record<string, string>,
+): Promise<{ api: AppProcess; scheduler: AppProcess; executor: AppProcess; all: AppProcess[] }> {
+  const api = startApp('api', env, await freePort());
+  await api.ready();
+  const scheduler = startApp('scheduler', env, await freePort());
+  const executor = startApp('executor', env, await freePort());
+  const all = [api, scheduler, executor];
+  await Promise.all([scheduler.ready(), executor.ready()]);
+  return { api, scheduler, executor, all };
 }
