@@ -100,6 +100,17 @@ CREATE TABLE public.dead_letter_replays (
 );
 
 --
+-- Name: executor_liveness; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.executor_liveness (
+    issuer text NOT NULL,
+    instance_id text NOT NULL,
+    live_since timestamp with time zone NOT NULL,
+    beat_at timestamp with time zone NOT NULL
+);
+
+--
 -- Name: fire_batches; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -417,6 +428,13 @@ ALTER TABLE ONLY public.audit_events
 
 ALTER TABLE ONLY public.dead_letter_replays
     ADD CONSTRAINT dead_letter_replays_pkey PRIMARY KEY (job_id, fence_token);
+
+--
+-- Name: executor_liveness executor_liveness_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.executor_liveness
+    ADD CONSTRAINT executor_liveness_pkey PRIMARY KEY (issuer);
 
 --
 -- Name: fire_batches fire_batches_pkey; Type: CONSTRAINT; Schema: public; Owner: -

@@ -244,4 +244,88 @@ describe('executor membership changes', () => {
     // The victim's partitions wait only for the restart (no session timeout), within the bound.
     expect(maxOf(moved)).toBeLessThanOrEqual(11_000);
   }, 180_000);
+
+  /**
+   * A fire whose call is in flight when its executor is killed is held under that executor's run
+   * lease (30 s by default). The liveness beat lets the next holder of the partition take it over
+   * once the dead process has been silent TICKWORK_EXECUTOR_DEAD_AFTER_MS (5 s), not 30 s.
+   */
+  const heldFireOnPartitionOf = async (holder: AppProcess, label: string) => {
+    const partition = partitionsOf(holder)[0]!;
+    let jobId = '';
+    for (let i = 0; !jobId; i++)
+      if (shardOf(`${label}-${i}`, PARTITIONS) === partition) jobId = `${label}-${i}`;
+    const target = webhook(receiver.url(`/${label}`), { timeoutMs: 60_000 });
+    await insertJob(db.pool, jobId, target);
+    let first = true;
+    receiver.script = (call) => {
+      if (call.path !== `/${label}`) return { status: 200 };
+      if (!first) return { status: 200 };
+      first = false;
+      return 'hold';
+    };
+    const fire = fireOf(jobId, target, { fenceToken: 1, scheduledFor: new Date() });
+    await publisher.publish(fire);
+    const callsOf = () => receiver.calls.filter((c) => String(c.headers['webhook-id']) === fire.fireId);
+    await eventually(
+      'the held call reached the receiver',
+      () => (callsOf().length === 1 ? true : undefined),
+      30_000,
+    );
+    return { fire, callsOf };
+  };
+
+  const runsOf = async (jobId: string) =>
+    (
+      await db.pool.query<{ status: string; lease_owner: string }>(
+        'SELECT status, lease_owner FROM job_runs WHERE job_id = $1',
+        [jobId],
+      )
+    ).rows;
+
+  it('kill -9 with a call in flight, restarted under its name: the restarted executor takes the dead one’s run over within the dead-holder limit, not the 30 s lease', async () => {
+    // The executor the previous test restarted as member-a.
+    const victim = executors[executors.length - 1]!;
+    const { fire, callsOf } = await heldFireOnPartitionOf(victim, 'held-static');
+    const killedAt = Date.now();
+    await victim.kill();
+    executors = executors.filter((e) => e !== victim);
+    await startExecutor('member-a');
+    await eventually(
+      'the fire called again by the restarted executor',
+      () => (callsOf().length >= 2 ? true : undefined),
+      30_000,
+    );
+    const retakenAfter = callsOf()[1]!.at - killedAt;
+    // Dead after 5 s of silence (plus the restart, and a recheck a second): well under the lease.
+    expect(retakenAfter).toBeLessThan(15_000);
+    await eventually(
+      'the run recorded once, succeeded',
+      async () => ((await runsOf(fire.jobId)).map((r) => r.status).join() === 'SUCCEEDED' ? true : undefined),
+      30_000,
+    );
+    receiver.release();
+  }, 120_000);
+
+  it('kill -9 with a call in flight, not restarted: the member its partitions move to takes the run over at once', async () => {
+    const victim = executors[executors.length - 1]!;
+    const { fire, callsOf } = await heldFireOnPartitionOf(victim, 'held-moved');
+    const killedAt = Date.now();
+    await victim.kill();
+    executors = executors.filter((e) => e !== victim);
+    await eventually(
+      'the fire called again by the survivor',
+      () => (callsOf().length >= 2 ? true : undefined),
+      40_000,
+    );
+    const retakenAfter = callsOf()[1]!.at - killedAt;
+    // The partition moves after the session timeout (6 s); the holder is dead by then.
+    expect(retakenAfter).toBeLessThan(15_000);
+    await eventually(
+      'the run recorded once, succeeded',
+      async () => ((await runsOf(fire.jobId)).map((r) => r.status).join() === 'SUCCEEDED' ? true : undefined),
+      30_000,
+    );
+    receiver.release();
+  }, 120_000);
 });

@@ -17,6 +17,7 @@ import {
   FireMessageProcessor,
   KafkaOutcomeSink,
   KafkaRunner,
+  LivenessBeat,
   parseAllowList,
   PartitionFlow,
   RunPurger,
@@ -31,7 +32,13 @@ import {
 } from '@tickwork/execution';
 import type { MessageConsumer, MessageProducer } from '@tickwork/messaging';
 import { LazyKafkaAdmin, openMessaging, type Messaging } from '@tickwork/runtime';
-import { FireRepository, RunRepository, type Pool } from '@tickwork/store';
+import {
+  ExecutorLivenessRepository,
+  FireRepository,
+  newLeaseIssuer,
+  RunRepository,
+  type Pool,
+} from '@tickwork/store';
 import {
   ExecutorMetrics,
   fireLogFields,
@@ -66,6 +73,9 @@ const DELIVERIES_PER_SLOT = 4;
  * window / lifetime: 400 deliveries of ~60 ms is ~6,600 fires/s. Each holds one fetched message.
  */
 const MIN_DELIVERIES = 2_000;
+/** The liveness beat (LivenessBeat): once a second; a witness of a death has beaten in the last 2.5 s. */
+const LIVENESS_BEAT_MS = 1_000;
+const LIVENESS_WITNESS_FRESH_MS = 2_500;
 /** A database blip makes every fire in flight retry its ledger write: one line per this long, not one per fire. */
 const LEDGER_RETRY_LOG_EVERY_MS = 5_000;
 
@@ -84,6 +94,7 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
   private retryFlow: PartitionFlow | undefined;
   private webhooks: WebhookRunner | undefined;
   private purger: RunPurger | undefined;
+  private liveness: LivenessBeat | undefined;
   private joined = { fires: false, retries: false };
   private messaging: Messaging | undefined;
   /** Kafka admin for the readiness probe. */
@@ -163,7 +174,25 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
       ...c.topics.retryTiers.map((t) => t.topic),
     ];
     const sink = new KafkaOutcomeSink(batching, messaging.codecs, c.topics);
-    const runs = new RunRepository(this.pool);
+    const runs = new RunRepository(this.pool, {
+      deadAfterMs: x.deadAfterMs,
+      witnessFreshMs: LIVENESS_WITNESS_FRESH_MS,
+    });
+    // The liveness beat names this process's leases, so that once it dies they are taken over
+    // within TICKWORK_EXECUTOR_DEAD_AFTER_MS, not when they expire. It beats before the groups
+    // are joined: no lease of this process exists without its row.
+    const leaseIssuer = newLeaseIssuer();
+    const beatErrors = new LogThrottle(10_000);
+    this.liveness = new LivenessBeat(new ExecutorLivenessRepository(this.pool), {
+      issuer: leaseIssuer,
+      instanceId: c.instanceId,
+      intervalMs: LIVENESS_BEAT_MS,
+      onError: (e) => {
+        const { write, suppressed } = beatErrors.admit(LogThrottle.kindOf(e.message));
+        if (write) this.log.warn(`liveness beat failed: ${e.message}${beatErrors.note(suppressed)}`);
+      },
+    });
+    await this.liveness.start();
     const targetCall = (type: 'webhook' | 'kafka', outcome: string, ms: number) =>
       this.metrics.targetCall(type, outcome, ms);
     const executor = new FireExecutor(
@@ -175,6 +204,7 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
       sink,
       {
         owner: c.instanceId,
+        leaseIssuer,
         runLeaseMs: x.runLeaseMs,
         heartbeatMs: x.heartbeatMs,
         runRetentionMs: x.runRetentionMs,
@@ -393,6 +423,8 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
       this.retryConsumer?.stop().catch(() => undefined),
     ]);
     await Promise.all([this.firesFlow?.stop(drainMs), this.retryFlow?.stop(drainMs), this.purger?.stop()]);
+    // Drained: every lease of this process is finished or released, so its beat row can go.
+    await this.liveness?.stop(true);
     await this.producer?.disconnect().catch(() => undefined);
     await this.webhooks?.close().catch(() => undefined);
     await this.admin.close();

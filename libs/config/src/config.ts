@@ -71,6 +71,12 @@ export interface TickworkConfig {
     readonly concurrency: number;
     readonly runLeaseMs: number;
     readonly heartbeatMs: number;
+    /**
+     * An executor process silent (no liveness beat) this long, while another beat without a
+     * break, is taken for dead: its leased runs are taken over before their leases expire (a
+     * lease shorter than this expires first, and this has no effect).
+     */
+    readonly deadAfterMs: number;
     /** Hosts or CIDRs a webhook may reach even though they are private or loopback. */
     readonly webhookAllowList: readonly string[];
     /** Standard Webhooks signing secrets (`whsec_…`) per tenant id; `*` applies to all other tenants. */
@@ -214,6 +220,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
       concurrency: r.int('TICKWORK_EXECUTOR_CONCURRENCY', 100, 1, 10_000),
       runLeaseMs: r.int('TICKWORK_RUN_LEASE_MS', 30_000, 1_000, 3_600_000),
       heartbeatMs: r.int('TICKWORK_RUN_HEARTBEAT_MS', 10_000, 100, 3_600_000),
+      deadAfterMs: r.int('TICKWORK_EXECUTOR_DEAD_AFTER_MS', 5_000, 2_000, 3_600_000),
       webhookAllowList: allowList(r),
       webhookSecrets: webhookSecrets(r),
       sessionTimeoutMs: r.int('TICKWORK_EXECUTOR_SESSION_TIMEOUT_MS', 6_000, 6_000, 300_000),

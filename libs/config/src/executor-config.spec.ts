@@ -24,6 +24,12 @@ describe('executor configuration', () => {
     expect(x.drainMs).toBe(10_000);
     expect(x.heldBytesPerPartition).toBe(2 * 1024 * 1024);
     expect(x.memberName).toBeUndefined();
+    expect(x.deadAfterMs).toBe(5_000);
+  });
+
+  it('takes a dead-holder limit of at least 2 s, naming the variable otherwise', () => {
+    expect(loadConfig({ TICKWORK_EXECUTOR_DEAD_AFTER_MS: '8000' }).executor.deadAfterMs).toBe(8_000);
+    expect(problems({ TICKWORK_EXECUTOR_DEAD_AFTER_MS: '500' })).toContain('TICKWORK_EXECUTOR_DEAD_AFTER_MS');
   });
 
   it('takes a static member name Kafka accepts, and refuses one it would not', () => {

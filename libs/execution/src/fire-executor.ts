@@ -58,6 +58,8 @@ export interface RunLedger {
 
 export interface ExecutorOptions {
   readonly owner: string;
+  /** The issuer part of this process's lease tokens (newLeaseIssuer; one per process, so its liveness beat names it). */
+  readonly leaseIssuer?: string;
   readonly runLeaseMs: number;
   readonly heartbeatMs: number;
   /** Fires older than this are refused: their ledger rows may have been purged, so a re-run could not be detected. */
@@ -222,7 +224,7 @@ export class FireExecutor {
    */
   private readonly leased = new Map<string, Promise<void>>();
   /** The issuer part of every lease token this executor issues (see RunRepository.beginRun). */
-  private readonly issuer = newLeaseIssuer();
+  private readonly issuer: string;
   private readonly ledgerRetryMs: number;
 
   constructor(
@@ -233,6 +235,7 @@ export class FireExecutor {
     private readonly opts: ExecutorOptions,
     private readonly events: ExecutorEvents = {},
   ) {
+    this.issuer = opts.leaseIssuer ?? newLeaseIssuer();
     this.now = opts.now ?? (() => new Date());
     this.random = opts.random ?? Math.random;
     this.ledgerRetryMs = opts.ledgerRetryMs ?? DEFAULT_LEDGER_RETRY_MS;

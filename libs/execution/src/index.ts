@@ -43,6 +43,7 @@ export {
   type ProcessResult,
 } from './partition-flow';
 export { FireMessageProcessor, type FireProcessorEvents } from './fire-processor';
+export { LivenessBeat, type LivenessBeatOptions, type LivenessStore } from './liveness-beat';
 export { RunPurger, type RunPurgerOptions, type RunPurgeStore } from './run-purger';
 export {
   callOutcome,

@@ -22,8 +22,11 @@ export {
   type ShardBacklog,
   type ShardOutbox,
 } from './repositories/cluster-stats.repository';
+export { ExecutorLivenessRepository } from './repositories/executor-liveness.repository';
 export {
   RunRepository,
+  DEFAULT_HOLDER_LIVENESS,
+  type HolderLiveness,
   issueLeaseToken,
   newLeaseIssuer,
   type RunStart,

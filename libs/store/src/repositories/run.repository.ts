@@ -131,8 +131,22 @@ async function retryOnDeadlock<T>(statement: () => Promise<T>): Promise<T> {
   }
 }
 
+/** How RunRepository judges a lease's holder dead before the lease expires (ExecutorLivenessRepository). */
+export interface HolderLiveness {
+  /** A holder silent this long, while a witness beat without a break, is dead: its runs are taken over. */
+  readonly deadAfterMs: number;
+  /** A witness's last beat is at most this old (it is beating now). */
+  readonly witnessFreshMs: number;
+}
+
+/** The defaults: silent 5 s (five beats missed) while another executor beat within the last 2.5 s. */
+export const DEFAULT_HOLDER_LIVENESS: HolderLiveness = { deadAfterMs: 5_000, witnessFreshMs: 2_500 };
+
 export class RunRepository {
-  constructor(private readonly pool: Pool) {}
+  constructor(
+    private readonly pool: Pool,
+    private readonly liveness: HolderLiveness = DEFAULT_HOLDER_LIVENESS,
+  ) {}
 
   /**
    * Starts (or takes over) the run of a fire, in one round trip that also reads the job's retry
@@ -144,7 +158,10 @@ export class RunRepository {
    * makes one up. A RUNNING run whose live lease was issued by the same issuer is taken back at
    * once: its issuer is not working on it (an executor never begins a fire it is running), so it is
    * a lease whose outcome write was given up, or this very insert tried again after its answer was
-   * lost. A lease of any other issuer is left alone until it expires.
+   * lost. A lease of any other issuer is left alone until it expires, or until its issuer is dead:
+   * silent in executor_liveness for `deadAfterMs` of a stretch in which another executor, beating
+   * now, beat without a break (so the database was reachable: see ExecutorLivenessRepository). An
+   * issuer with no liveness row (an executor that does not beat) is never judged dead.
    */
   async beginRun(fire: FireEvent, owner: string, leaseMs: number, leaseToken?: string): Promise<RunStart> {
     return (
@@ -222,6 +239,13 @@ export class RunRepository {
              OR (job_runs.status = 'RETRYING' AND EXCLUDED.attempt > job_runs.attempt)
              -- A lease this executor issued and is not using (see beginRun): taken back at once.
              OR (job_runs.status = 'RUNNING' AND left(job_runs.lease_token::text, ${ISSUER_CHARS}) = left(EXCLUDED.lease_token::text, ${ISSUER_CHARS}))
+             -- A lease whose issuer died (see beginRun): silent for $12 ms while a witness,
+             -- beating now, beat without a break.
+             OR (job_runs.status = 'RUNNING' AND EXISTS (
+                  SELECT 1 FROM executor_liveness h JOIN executor_liveness w ON w.issuer <> h.issuer
+                   WHERE h.issuer = left(job_runs.lease_token::text, ${ISSUER_CHARS})
+                     AND w.beat_at >= now() - make_interval(secs => $13::double precision / 1000)
+                     AND GREATEST(h.beat_at, w.live_since) < now() - make_interval(secs => $12::double precision / 1000)))
          RETURNING job_id, fence_token, lease_token::text AS lease_token, (xmax = 0) AS inserted, attempt)
        SELECT i.ord::int AS ord, up.lease_token, up.inserted, up.attempt, j.policies
          FROM input i
@@ -243,6 +267,8 @@ export class RunRepository {
         leaseMs,
         tokens,
         fires.map((f) => f.spreadOffsetMs ?? 0),
+        this.liveness.deadAfterMs,
+        this.liveness.witnessFreshMs,
       ],
     );
     const starts = new Array<RunStart | undefined>(fires.length);
