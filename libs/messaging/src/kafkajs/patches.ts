@@ -6,6 +6,7 @@
  */
 import { usePausedFetchWait } from './fetch-wait';
 import { installStaticMembership, keepGroupMembersAcrossRestarts } from './group-membership';
+import { retryGroupJoins } from './join-retry';
 import { linearPartitionGrouping } from './partition-grouping';
 import { leanProduceRequests } from './produce-request';
 import { leanRecordDecoding } from './record-decoder';
@@ -40,6 +41,8 @@ const PATCHES = {
   'group-member-id': keepGroupMembersAcrossRestarts,
   /** Static group membership, KIP-345 (group-membership.ts). */
   'static-membership': installStaticMembership,
+  /** A join waits out a loading or moving coordinator instead of crashing (join-retry.ts). */
+  'join-retry': retryGroupJoins,
 } as const satisfies Record<string, () => boolean>;
 
 export type KafkajsPatch = keyof typeof PATCHES;
