@@ -1,15 +1,16 @@
 /**
- * node dist/bench/executor-slow-calls.js — head-of-line blocking across jobs (issue 24, defect 4).
+ * npm run bench:slow-calls — head-of-line blocking across jobs (issue 24, defect 4).
  * One real executor; a local receiver (its own process) that answers 10% of the jobs' calls after
  * 2 s and the others at once. For each rate in SLOW_BENCH_RATES (default 50,200,500 fires/s), one
  * fire per job is published at that steady rate for SLOW_BENCH_SECONDS (default 30), each due when
  * sent, and the receiver records how late each call to a fast job arrived (arrival −
  * `tickwork-scheduled-for`). Reports the fast jobs' lateness p50 / p99 / max and the share over
- * 500 ms and 2 s, for fires due after a warm-up (SLOW_BENCH_WARMUP_SECONDS, default 10: a fresh
+ * 500 ms and 2 s (printed, and written to bench/results/slow-calls-<date>.{json,md}), for fires due after a warm-up (SLOW_BENCH_WARMUP_SECONDS, default 10: a fresh
  * executor's first seconds are late whatever the flow does), and the worst during the warm-up. SLOW_BENCH_EXECUTOR_MAIN runs another build's executor (to compare with the old
  * flow); SLOW_BENCH_CONCURRENCY (default 400) must cover rate × call time (500/s × 10% × 2 s = 100).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   DEFAULT_POLICIES,
@@ -201,18 +202,28 @@ async function run(rate: number): Promise<string> {
 }
 
 async function main(): Promise<void> {
+  const date = new Date().toISOString();
   const speed = boxSpeedMs();
   const rows: string[] = [];
   for (const rate of RATES) rows.push(await run(rate));
-  console.log(
-    [
-      `executor ${EXECUTOR_MAIN}, concurrency ${CONCURRENCY}, ${PARTITIONS} partitions, ${SLOW_SHARE * 100}% of jobs answering after ${SLOW_MS} ms, ${SECONDS} s per rate, the first ${WARMUP_SECONDS} s not counted; box speed ${speed} → ${boxSpeedMs()} ms`,
-      '',
-      '| rate | fast calls seen / sent | counted (after warm-up) | fast jobs lateness p50 / p99 / max | > 500 ms | > 2 s | max during warm-up |',
-      '|---|---|---|---|---|---|---|',
-      ...rows,
-    ].join('\n'),
-  );
+  const md = [
+    `# Executor past slow calls, ${date}`,
+    '',
+    `executor ${EXECUTOR_MAIN}, concurrency ${CONCURRENCY}, ${PARTITIONS} partitions, ${SLOW_SHARE * 100}% of jobs answering after ${SLOW_MS} ms, ${SECONDS} s per rate, the first ${WARMUP_SECONDS} s not counted; box speed ${speed} → ${boxSpeedMs()} ms`,
+    '',
+    '| rate | fast calls seen / sent | counted (after warm-up) | fast jobs lateness p50 / p99 / max | > 500 ms | > 2 s | max during warm-up |',
+    '|---|---|---|---|---|---|---|',
+    ...rows,
+    '',
+  ].join('\n');
+  console.log(md);
+  // Written like the other benchmarks' figures (bench/results/README.md); npm run bench:prune keeps the newest.
+  const dir = join(process.cwd(), 'bench', 'results');
+  mkdirSync(dir, { recursive: true });
+  const stamp = date.replace(/[:.]/g, '-');
+  writeFileSync(join(dir, `slow-calls-${stamp}.json`), JSON.stringify({ date, rates: RATES, rows }, null, 2));
+  writeFileSync(join(dir, `slow-calls-${stamp}.md`), md);
+  console.log(`wrote bench/results/slow-calls-${stamp}.{json,md}`);
 }
 
 main().catch((e: unknown) => {
