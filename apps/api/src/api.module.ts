@@ -1,7 +1,13 @@
 /** Wiring of the API app: config → database → repositories → jobs services → REST and gRPC controllers. */
 import { Inject, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
 import type { ApiListenConfig, TenantRegistry, TickworkConfig } from '@tickwork/config';
-import { BulkActionService, InsightService, JobHistoryService, JobService } from '@tickwork/jobs';
+import {
+  BulkActionService,
+  InsightService,
+  JobHistoryService,
+  JobService,
+  jobServiceOptionsOf,
+} from '@tickwork/jobs';
 import { createKafkaBus } from '@tickwork/messaging';
 import { LazyKafkaAdmin, observeKafkajsPatches, openDatabase } from '@tickwork/runtime';
 import {
@@ -91,21 +97,7 @@ export class ApiModule implements OnApplicationShutdown {
         {
           provide: JobService,
           useFactory: (jobs: JobRepository, history: HistoryRepository) =>
-            new JobService(jobs, history, {
-              shardCount: config.shardCount,
-              herdJitterMs: config.scheduler.herdJitterMs,
-              // An edit preview plans due occurrences with the scheduler's settings.
-              claimPlan: {
-                maxCatchUp: config.scheduler.maxCatchUp,
-                lookaheadMs: config.scheduler.lookaheadMs,
-              },
-              limits: {
-                minIntervalMs: config.api.minIntervalMs,
-                maxPayloadBytes: config.api.maxPayloadBytes,
-                maxJitterMs: 3_600_000,
-              },
-              quotas: (tenantId) => tenants.quotasFor(tenantId),
-            }),
+            new JobService(jobs, history, jobServiceOptionsOf(config, tenants)),
           inject: [JobRepository, HistoryRepository],
         },
         {

@@ -8,8 +8,8 @@ import {
   type BeforeApplicationShutdown,
   type OnApplicationBootstrap,
 } from '@nestjs/common';
-import { loadTenants, type TickworkConfig } from '@tickwork/config';
-import { JobService, ScheduleCommandHandler } from '@tickwork/jobs';
+import { loadTenants, type TenantRegistry, type TickworkConfig } from '@tickwork/config';
+import { JobService, jobServiceOptionsOf, ScheduleCommandHandler } from '@tickwork/jobs';
 import { planDueOccurrences, TenantTokenBuckets, type ShardEpoch } from '@tickwork/domain';
 import {
   CommandCodec,
@@ -109,12 +109,15 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
   /** Fire lines (debug) go to pino directly, so their fields are built only when enabled. */
   private readonly fireLog: PinoLogger;
   private readonly readiness: Readiness;
+  /** The tenant registry, read and validated at boot: a bad file stops the start, not the first command. */
+  private readonly tenants: TenantRegistry;
 
   constructor(
     private readonly config: TickworkConfig,
     private readonly pool: Pool,
     private readonly telemetry: Telemetry,
   ) {
+    this.tenants = loadTenants();
     this.metrics = new SchedulerMetrics(telemetry.tenants, () => this.heldShards().length);
     this.fireLog = telemetry.logger.child({ context: 'fires' });
     this.readiness = new Readiness({
@@ -374,7 +377,7 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
    * enforces its share of a tenant's cluster-wide rate: the fraction of the shards it holds.
    */
   private tenantBuckets(): { buckets?: TenantTokenBuckets } {
-    const registry = loadTenants();
+    const registry = this.tenants;
     const fallback = this.config.scheduler.tenantMaxFiresPerSec;
     const clusterRate = (tenantId: string) =>
       registry.source !== 'none' ? registry.quotasFor(tenantId).maxFiresPerSecond : fallback;
@@ -481,17 +484,11 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
   private async createCommandHandler(): Promise<ScheduleCommandHandler> {
     const c = this.config;
     const codec = await CommandCodec.connect(c.schemaRegistryUrl, c.topics.commands);
-    const tenants = loadTenants();
-    const jobs = new JobService(new JobRepository(this.pool), new HistoryRepository(this.pool), {
-      shardCount: c.shardCount,
-      herdJitterMs: c.scheduler.herdJitterMs,
-      limits: {
-        minIntervalMs: c.api.minIntervalMs,
-        maxPayloadBytes: c.api.maxPayloadBytes,
-        maxJitterMs: 3_600_000,
-      },
-      quotas: (tenantId) => tenants.quotasFor(tenantId),
-    });
+    const jobs = new JobService(
+      new JobRepository(this.pool),
+      new HistoryRepository(this.pool),
+      jobServiceOptionsOf(c, this.tenants),
+    );
     const counter = meter().createCounter(METRICS.commands, {
       description: 'Schedule commands consumed, by outcome (rejected ones by code)',
     });

@@ -9,6 +9,7 @@ export {
   type UpdatableField,
   type UpdatePreview,
 } from './job-service';
+export { jobServiceOptionsOf } from './job-service-options';
 export { JobHistoryService, parseFireId, type Page } from './history-service';
 export {
   previewSchedule,
