@@ -1170,6 +1170,232 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
       audited: method,
     });
 
+  // 7 and 9 again, on the surfaces added since the issue was filed (bulk actions, the console's
+  // list filters, lateness, rrule schedules): the same classes of input, the same refusals.
+  const laterRest: [string, string, string, Parameters<typeof http>[2], string, string?][] = [
+    [
+      'NUL in a label_selector value',
+      'POST',
+      '/v1/bulk-actions',
+      { body: { action: 'PAUSE', label_selector: 'team=a\u0000' } },
+      'label_selector',
+      'BulkAction',
+    ],
+    [
+      'a lone surrogate in a label_selector key',
+      'POST',
+      '/v1/bulk-actions',
+      { body: { action: 'PAUSE', label_selector: 't\ud800=v' } },
+      'label_selector',
+      'BulkAction',
+    ],
+    [
+      'until past the end of the Date range',
+      'POST',
+      '/v1/bulk-actions',
+      { body: { action: 'PAUSE', label_selector: 'team=core', until: '+275760-09-13T00:00:00.001Z' } },
+      'until',
+      'BulkAction',
+    ],
+    [
+      'an unknown field',
+      'POST',
+      '/v1/bulk-actions',
+      { body: { action: 'PAUSE', label_selector: 'team=core', everything: true } },
+      'everything',
+      'BulkAction',
+    ],
+    [
+      'NUL in the tenant_id (admin)',
+      'POST',
+      '/v1/bulk-actions',
+      { token: ADMIN, body: { action: 'PAUSE', label_selector: 'team=core', tenant_id: 'a\u0000' } },
+      'tenant_id',
+      'BulkAction',
+    ],
+    ['NUL in job_id_prefix', 'GET', '/v1/jobs?job_id_prefix=a%00', {}, 'job_id_prefix'],
+    ['NUL in target_type', 'GET', '/v1/jobs?target_type=%00', {}, 'target_type'],
+    [
+      'NUL in label_selector',
+      'GET',
+      `/v1/jobs?label_selector=${encodeURIComponent('team!=a\u0000')}`,
+      {},
+      'label_selector',
+    ],
+    ['NUL in the job_id', 'GET', '/v1/lateness?job_id=a%00', {}, 'job_id'],
+    ['NUL in the tenant_id (admin)', 'GET', '/v1/lateness?tenant_id=a%00', { token: ADMIN }, 'tenant_id'],
+    ['NUL in the window', 'GET', '/v1/lateness?window=1h%00', {}, 'window'],
+    [
+      'NUL in an rrule rule',
+      'POST',
+      '/v1/jobs',
+      {
+        body: webhookJob({
+          schedule: {
+            kind: 'rrule',
+            rule: 'FREQ=DAILY\u0000',
+            dtstart: '2026-01-01T09:00:00',
+            time_zone: 'UTC',
+          },
+        }),
+      },
+      'schedule.rule',
+      'CreateJob',
+    ],
+    [
+      'NUL in an rrule exdate',
+      'POST',
+      '/v1/jobs',
+      {
+        body: webhookJob({
+          schedule: {
+            kind: 'rrule',
+            rule: 'FREQ=DAILY',
+            dtstart: '2026-01-01T09:00:00',
+            time_zone: 'UTC',
+            exdates: ['2026-01-02T09:00:00\u0000'],
+          },
+        }),
+      },
+      'schedule.exdates[0]',
+      'CreateJob',
+    ],
+    [
+      'NUL in a cron time_zone',
+      'POST',
+      '/v1/jobs',
+      { body: webhookJob({ schedule: { kind: 'cron', expression: '0 9 * * *', time_zone: 'UTC\u0000' } }) },
+      'schedule.time_zone',
+      'CreateJob',
+    ],
+    [
+      'NUL in a cron expression',
+      'POST',
+      '/v1/schedules/preview',
+      { body: { schedule: { kind: 'cron', expression: '0 9 * * *\u0000', time_zone: 'UTC' } } },
+      'schedule.expression',
+    ],
+  ];
+  for (const [name, method, path, opts, field, audited] of laterRest)
+    add({
+      name: `${method} ${path.split('?')[0]}: ${name}`,
+      via: 'rest',
+      send: rest(method, path, opts),
+      status: 400,
+      field,
+      ...(audited ? { audited } : {}),
+    });
+  for (const window of ['toString', '__proto__'])
+    add({
+      name: `GET /v1/lateness: a window named ${window}`,
+      via: 'rest',
+      send: rest('GET', `/v1/lateness?window=${window}`),
+      status: 400,
+      field: 'window',
+    });
+  add({
+    name: 'POST /v1/schedules/preview: charset=latin1',
+    via: 'rest',
+    send: rest('POST', '/v1/schedules/preview', {
+      raw: JSON.stringify({ schedule: { kind: 'interval', every_ms: 60_000 } }),
+      headers: { 'content-type': 'application/json; charset=latin1' },
+    }),
+    status: 415,
+    field: 'content-type',
+  });
+  add({
+    name: 'POST /v1/bulk-actions: a body of 5 MiB',
+    via: 'rest',
+    send: rest('POST', '/v1/bulk-actions', {
+      raw: JSON.stringify({ action: 'PAUSE', label_selector: `team=${'x'.repeat(5 * 1024 * 1024)}` }),
+    }),
+    status: 413,
+    field: 'body',
+  });
+  const laterGrpc: [string, string, Msg, string, string?][] = [
+    ['action 99', 'BulkAction', { action: 99, label_selector: 'team=core' }, 'action', 'BulkAction'],
+    [
+      'missed 99',
+      'BulkAction',
+      { action: 'BULK_ACTION_KIND_RESUME', label_selector: 'team=core', missed: 99 },
+      'missed',
+      'BulkAction',
+    ],
+    [
+      'until seconds 1e15',
+      'BulkAction',
+      { action: 'BULK_ACTION_KIND_PAUSE', label_selector: 'team=core', until: { seconds: 1e15 } },
+      'until',
+      'BulkAction',
+    ],
+    [
+      'NUL in label_selector',
+      'BulkAction',
+      { action: 'BULK_ACTION_KIND_PAUSE', label_selector: 'team=a\u0000' },
+      'label_selector',
+      'BulkAction',
+    ],
+    ['NUL in the job_id', 'GetLateness', { job_id: 'a\u0000' }, 'job_id'],
+    ['NUL in the window', 'GetLateness', { window: '1h\u0000' }, 'window'],
+    [
+      'NUL in an rrule rule',
+      'CreateJob',
+      {
+        job: protoJob({
+          schedule: { rrule: { rule: 'FREQ=DAILY\u0000', dtstart: '2026-01-01T09:00:00', time_zone: 'UTC' } },
+        }),
+      },
+      'job.schedule.rrule.rule',
+      'CreateJob',
+    ],
+    [
+      'rrule dst_gap 7',
+      'CreateJob',
+      {
+        job: protoJob({
+          schedule: {
+            rrule: { rule: 'FREQ=DAILY', dtstart: '2026-01-01T09:00:00', time_zone: 'UTC', dst_gap: 7 },
+          },
+        }),
+      },
+      'job.schedule.rrule.dst_gap',
+      'CreateJob',
+    ],
+    [
+      'rrule end_at seconds 1e15',
+      'CreateJob',
+      {
+        job: protoJob({
+          schedule: {
+            rrule: {
+              rule: 'FREQ=DAILY',
+              dtstart: '2026-01-01T09:00:00',
+              time_zone: 'UTC',
+              end_at: { seconds: 1e15 },
+            },
+          },
+        }),
+      },
+      'job.schedule.rrule.end_at',
+      'CreateJob',
+    ],
+    [
+      'NUL in a cron time_zone',
+      'PreviewSchedule',
+      { schedule: { cron: { expression: '0 9 * * *', time_zone: 'UTC\u0000' } } },
+      'schedule.cron.time_zone',
+    ],
+  ];
+  for (const [name, method, req, field, audited] of laterGrpc)
+    add({
+      name: `${method}: ${name}`,
+      via: 'grpc',
+      send: grpcCall(method, req),
+      status: 'INVALID_ARGUMENT',
+      field,
+      ...(audited ? { audited } : {}),
+    });
+
   // 12. Idempotency keys: malformed, or reused for another request.
   for (const [name, key] of [
     ['256 characters', 'k'.repeat(256)],

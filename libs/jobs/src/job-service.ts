@@ -232,6 +232,9 @@ export class JobService {
       !['webhook', 'kafka'].includes(req.targetType)
     )
       throw new ValidationError([{ field: 'target_type', message: 'must be one of webhook, kafka' }]);
+    // Any other prefix merely matches nothing; text PostgreSQL cannot hold would fail the query.
+    const prefixProblem = req.jobIdPrefix ? unstorableTextProblem(req.jobIdPrefix) : undefined;
+    if (prefixProblem) throw new ValidationError([{ field: 'job_id_prefix', message: prefixProblem }]);
     const limit = pageSize(req.pageSize);
     // The token is bound to the effective filters (the tenant scope as resolved, not as asked).
     const filters = {
