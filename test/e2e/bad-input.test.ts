@@ -1396,6 +1396,99 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
       ...(audited ? { audited } : {}),
     });
 
+  // Numbers JSON can write but a job cannot keep: 1e400 parses to Infinity, which jsonb would
+  // store as null; NaN and ±Infinity in a protobuf double the same.
+  for (const [name, raw, field] of [
+    ['a payload number 1e400', '{"n":1e400}', 'payload.n'],
+    ['a payload number -1e400 in a list', '{"l":[1,-1e400]}', 'payload.l[1]'],
+  ] as const) {
+    add({
+      name: `POST /v1/jobs: ${name}`,
+      via: 'rest',
+      send: rest('POST', '/v1/jobs', {
+        raw: `{"schedule":{"kind":"interval","every_ms":3600000},"target":{"type":"webhook","url":"https://example.com/h"},"payload":${raw}}`,
+      }),
+      status: 400,
+      field,
+      audited: 'CreateJob',
+    });
+    add({
+      name: `UPSERT: ${name}`,
+      via: 'kafka',
+      send: kafkaCommand(() => command('UPSERT', `k-num-${raw.length}`, avroJob({ payload: raw }))),
+      status: 'INVALID_JOB',
+      field: `job.${field}`,
+    });
+  }
+  for (const [name, n] of [
+    ['NaN', NaN],
+    ['Infinity', Infinity],
+  ] as const)
+    add({
+      name: `CreateJob: a payload number ${name}`,
+      via: 'grpc',
+      send: grpcCall('CreateJob', {
+        job: protoJob({ payload: { structValue: { fields: { n: { numberValue: n } } } } }),
+      }),
+      status: 'INVALID_ARGUMENT',
+      field: 'job.payload.n',
+      audited: 'CreateJob',
+    });
+  add({
+    name: 'POST /v1/jobs: every_ms 1e400',
+    via: 'rest',
+    send: rest('POST', '/v1/jobs', {
+      raw: '{"schedule":{"kind":"interval","every_ms":1e400},"target":{"type":"webhook","url":"https://example.com/h"}}',
+    }),
+    status: 400,
+    field: 'schedule.every_ms',
+    audited: 'CreateJob',
+  });
+  add({
+    name: 'POST /v1/jobs: a top-level key __proto__',
+    via: 'rest',
+    send: rest('POST', '/v1/jobs', {
+      raw: '{"__proto__":{"job_id":"x"},"schedule":{"kind":"interval","every_ms":3600000},"target":{"type":"webhook","url":"https://example.com/h"}}',
+    }),
+    status: 400,
+    field: '__proto__',
+    audited: 'CreateJob',
+  });
+  add({
+    name: 'PATCH /v1/jobs/:id: a top-level key __proto__',
+    via: 'rest',
+    send: rest('PATCH', '/v1/jobs/seed-1', { raw: '{"__proto__":{"labels":{}}}' }),
+    status: 400,
+    field: '__proto__',
+    audited: 'UpdateJob',
+  });
+  for (const [name, path, field] of [
+    ['a tenant_id given twice', '/v1/jobs?tenant_id=acme&tenant_id=acme', 'tenant_id'],
+    ['page_size 1e3', '/v1/jobs?page_size=1e3', 'page_size'],
+    ['page_size 1001', '/v1/jobs?page_size=1001', 'page_size'],
+    ['a fence token past 2^53', '/v1/jobs/seed-1/runs/99999999999999999999', 'fence_token'],
+  ] as const)
+    add({
+      name: `GET ${path.split('?')[0]}: ${name}`,
+      via: 'rest',
+      send: rest('GET', path),
+      status: 400,
+      field,
+    });
+  // Not a well-formed dry run, so a refused update: audited.
+  for (const [name, query, field] of [
+    ['dry_run neither true nor false', 'dry_run=maybe', 'dry_run'],
+    ['update_mask given twice', 'update_mask=labels&update_mask=labels', 'update_mask'],
+  ] as const)
+    add({
+      name: `PATCH /v1/jobs/:id: ${name}`,
+      via: 'rest',
+      send: rest('PATCH', `/v1/jobs/seed-1?${query}`, { body: { labels: {} } }),
+      status: 400,
+      field,
+      audited: 'UpdateJob',
+    });
+
   // 12. Idempotency keys: malformed, or reused for another request.
   for (const [name, key] of [
     ['256 characters', 'k'.repeat(256)],

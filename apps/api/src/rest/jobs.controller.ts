@@ -186,13 +186,24 @@ export class JobsController {
     @Body() body: unknown,
     @Res({ passthrough: true }) res: Response,
   ): Promise<Wire> {
-    const dryRun = bool(q, 'dry_run');
+    // A malformed query (dry_run neither true nor false, a parameter given twice) is a refused
+    // update like any other: audited, unless the call is a well-formed dry run.
+    let dryRun = false;
+    let queryError: ValidationError | undefined;
+    try {
+      dryRun = bool(q, 'dry_run');
+      for (const name of ['update_mask', 'dry_run_count']) one(q, name);
+    } catch (e) {
+      if (!(e instanceof ValidationError)) throw e;
+      queryError = e;
+    }
     const caller = dryRun
       ? this.auth.authenticate(authz, 'rest')
       : await this.mutator(authz, 'UpdateJob', jobId);
     // A dry run's refusals are not audited: it writes nothing.
     const refuse = (e: ValidationError): Promise<never> =>
       dryRun ? Promise.reject(e) : this.jobs.refuse(caller, 'UpdateJob', jobId, e);
+    if (queryError) return refuse(queryError);
     if (!body || typeof body !== 'object' || Array.isArray(body))
       return refuse(new ValidationError([{ field: 'body', message: 'must be a JSON object' }]));
     const patch = body as Record<string, unknown>;
