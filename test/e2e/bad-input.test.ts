@@ -1489,6 +1489,112 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
       audited: 'UpdateJob',
     });
 
+  // More of the same classes over gRPC: text, numbers and ids in the other requests' fields.
+  const grpcMore: [string, string, Msg, string, string?][] = [
+    ['NUL in the job id', 'DeleteJob', { job_id: 'a\u0000' }, 'job_id', 'DeleteJob'],
+    ['NUL in the job id', 'TriggerJob', { job_id: 'a\u0000' }, 'job_id', 'TriggerJob'],
+    [
+      'NUL in the job id',
+      'UpdateJob',
+      { job: { job_id: 'a\u0000', labels: {} }, update_mask: { paths: ['labels'] } },
+      'job.job_id',
+      'UpdateJob',
+    ],
+    [
+      'NUL in an update_mask path',
+      'UpdateJob',
+      { job: { job_id: 'seed-1' }, update_mask: { paths: ['labels\u0000'] } },
+      'update_mask.paths[0]',
+      'UpdateJob',
+    ],
+    [
+      'NUL in the tenant_id (job)',
+      'CreateJob',
+      { job: protoJob({ tenant_id: 'a\u0000' }) },
+      'job.tenant_id',
+      'CreateJob',
+    ],
+    ['page_size -1', 'ListJobs', { page_size: -1 }, 'page_size'],
+    ['page_size 1001', 'ListRuns', { job_id: 'seed-1', page_size: 1001 }, 'page_size'],
+    ['fence_token -1', 'GetRun', { job_id: 'seed-1', fence_token: -1 }, 'fence_token'],
+    ['count -1', 'PreviewSchedule', { schedule: { interval: { every_ms: 60_000 } }, count: -1 }, 'count'],
+    [
+      'count 1e6',
+      'PreviewSchedule',
+      { schedule: { interval: { every_ms: 60_000 } }, count: 1_000_000 },
+      'count',
+    ],
+    [
+      'timeout_ms -1',
+      'CreateJob',
+      { job: protoJob({ target: { webhook: { url: 'https://example.com/h', timeout_ms: -1 } } }) },
+      'job.target.webhook.timeout_ms',
+      'CreateJob',
+    ],
+    [
+      'max_fires -1',
+      'CreateJob',
+      { job: protoJob({ schedule: { interval: { every_ms: 60_000, max_fires: -1 } } }) },
+      'job.schedule.interval.max_fires',
+      'CreateJob',
+    ],
+  ];
+  for (const [name, method, req, field, audited] of grpcMore)
+    add({
+      name: `${method}: ${name}`,
+      via: 'grpc',
+      send: grpcCall(method, req),
+      status: 'INVALID_ARGUMENT',
+      field,
+      ...(audited ? { audited } : {}),
+    });
+  // And over Kafka: the envelope's own fields and instants past the Date range.
+  const kafkaMore: [string, string, string | RegExp, () => Msg][] = [
+    [
+      'NUL in the tenant_id',
+      'INVALID_COMMAND',
+      /tenant_id/,
+      () => command('UPSERT', 'k-more-1', avroJob(), 'a\u0000'),
+    ],
+    [
+      'NUL in the command_id',
+      'INVALID_COMMAND',
+      /command_id/,
+      () => ({ ...command('PAUSE', 'k-more-2'), command_id: 'c\u0000' }),
+    ],
+    [
+      'expected_version -1',
+      'INVALID_COMMAND',
+      /expected_version/,
+      () => ({ ...command('UPSERT', 'k-more-3', avroJob()), expected_version: -1 }),
+    ],
+    [
+      'NUL in the time zone',
+      'INVALID_JOB',
+      'job.schedule.time_zone',
+      () => {
+        const job = avroJob();
+        const cron = (job.schedule as Msg)[`${NS}.CronSchedule`] as Msg;
+        cron.time_zone = 'UTC\u0000';
+        return command('UPSERT', 'k-more-4', job);
+      },
+    ],
+    [
+      // Refused as it is decoded (a timestamp-millis that is no Date), before the job's checks.
+      'start_at past the end of the Date range',
+      'INVALID_COMMAND',
+      /job: schedule\.start_at: 9000000000000000 ms is not an instant/,
+      () => {
+        const job = avroJob();
+        const cron = (job.schedule as Msg)[`${NS}.CronSchedule`] as Msg;
+        cron.start_at = 9e15;
+        return command('UPSERT', 'k-more-5', job);
+      },
+    ],
+  ];
+  for (const [name, code, field, cmd] of kafkaMore)
+    add({ name: `UPSERT/PAUSE: ${name}`, via: 'kafka', send: kafkaCommand(cmd), status: code, field });
+
   // 12. Idempotency keys: malformed, or reused for another request.
   for (const [name, key] of [
     ['256 characters', 'k'.repeat(256)],
