@@ -1731,6 +1731,16 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
     );
   });
 
+  it('serves a call that carries 100 KB of metadata with a valid token (was INTERNAL)', async () => {
+    const metadata = Object.fromEntries(
+      Array.from({ length: 10 }, (_, i) => [`x-meta-${i}`, 'x'.repeat(10 * 1024)]),
+    );
+    const listed = await grpc.call('ListJobs', {}, { metadata });
+    expect(listed.ok && (listed.res.jobs as Msg[]).some((j) => j.job_id === 'seed-1')).toBe(true);
+    const created = await grpc.call('CreateJob', { job: protoJob({ job_id: 'big-metadata' }) }, { metadata });
+    expect(created.ok && created.res.job_id).toBe('big-metadata');
+  });
+
   it('stores secret target headers write-only: masked on every read, kept on update unless replaced', async () => {
     const stored = async () =>
       (await db.query<{ target: Json }>(`SELECT target FROM jobs WHERE job_id = 'seed-1'`)).rows[0]!.target
