@@ -109,6 +109,8 @@ const CODE_OF_HTTP: Record<number, string> = {
   401: 'UNAUTHENTICATED',
   422: 'FAILED_PRECONDITION',
 };
+/** The error code a rejected Kafka command is audited with, by its reject code. */
+const CODE_OF_REJECT: Record<string, string> = { INVALID_JOB: 'INVALID_ARGUMENT' };
 const pageToken = (o: unknown) => Buffer.from(JSON.stringify(o), 'utf8').toString('base64url');
 
 describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, nothing stored', () => {
@@ -370,7 +372,9 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
   // ---------- the table ----------
 
   const cases: Case[] = [];
-  const add = (c: Case) => cases.push(c);
+  // A Kafka UPSERT refused for its job is a refused mutating call too: audited as UpsertJob.
+  const add = (c: Case) =>
+    cases.push(c.via === 'kafka' && c.status === 'INVALID_JOB' ? { audited: 'UpsertJob', ...c } : c);
 
   // 7. Text PostgreSQL cannot store: NUL and unpaired surrogates, in every text field of a job.
   const BAD_TEXT: [string, string][] = [
@@ -627,6 +631,23 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
       field: /page_token: is not a page token issued by this listing/,
     });
   }
+
+  // 4. A page token is bound to every filter of its listing, the console's too.
+  const boundTo = (filters: Record<string, string | Record<string, string>>) =>
+    pageToken({ k: 'jobs', after: 'a', f: filtersDigest({ tenant_id: 'acme', ...filters }) });
+  for (const [name, token, query] of [
+    ['job_id_prefix', boundTo({ job_id_prefix: 'a' }), 'job_id_prefix=b'],
+    ['target_type', boundTo({ target_type: 'webhook' }), 'target_type=kafka'],
+    ['label_selector inequality', boundTo({}), 'label_selector=team!=x'],
+    ['label_selector equality', boundTo({ label: { team: 'a' } }), 'label_selector=team=b'],
+  ] as const)
+    add({
+      name: `GET /v1/jobs: a page token issued for another ${name}`,
+      via: 'rest',
+      send: rest('GET', `/v1/jobs?${query}&page_token=${token}`),
+      status: 400,
+      field: /page_token: was issued for other filters/,
+    });
 
   // 7. Bodies the parser refuses: over the limit (413), a charset it cannot read (415), not JSON (400).
   const big = (bytes: number) => JSON.stringify(webhookJob({ payload: { blob: 'x'.repeat(bytes) } }));
@@ -1683,7 +1704,8 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
         expect(audit.rows).toEqual([
           {
             action: c.audited,
-            outcome: typeof c.status === 'number' ? CODE_OF_HTTP[c.status] : c.status,
+            outcome:
+              typeof c.status === 'number' ? CODE_OF_HTTP[c.status] : (CODE_OF_REJECT[c.status] ?? c.status),
             via: c.via,
           },
         ]);
@@ -1729,6 +1751,50 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
     expect(all.map((j) => j.job_id)).toEqual(
       expect.arrayContaining(['deep-rest', 'deep-grpc', 'deep-kafka']),
     );
+  });
+
+  it('accepts the crafted page tokens with the filters they were issued for (they differ only in those)', async () => {
+    const token = (filters: Record<string, string | Record<string, string>>) =>
+      pageToken({ k: 'jobs', after: 'a', f: filtersDigest({ tenant_id: 'acme', ...filters }) });
+    for (const [filters, query] of [
+      [{ job_id_prefix: 'a' }, 'job_id_prefix=a'],
+      [{ target_type: 'webhook' }, 'target_type=webhook'],
+      [{ label_not: { team: 'x' } }, 'label_selector=team!=x'],
+      [{ label: { team: 'b' } }, 'label_selector=team=b'],
+    ] as const)
+      expect((await http('GET', `/v1/jobs?${query}&page_token=${token(filters)}`)).status).toBe(200);
+  });
+
+  it('audits a refused Kafka UPSERT once, however often the same command comes back', async () => {
+    const c = command('UPSERT', 'k-copies', avroJob({ labels: { team: 'a\u0000' } }));
+    const value = await registry.encode(schemaId, c);
+    await producer.send({ topic, messages: [{ key: 'k-copies', value }] });
+    await producer.send({
+      topic,
+      messages: [
+        { key: 'k-copies', value },
+        { key: 'k-copies', value },
+      ],
+    });
+    const copies = await eventually(
+      'three rejections of the same command',
+      () => {
+        const seen = rejected.messages.filter((m) => m.value?.equals(value));
+        return seen.length >= 3 ? seen : undefined;
+      },
+      60_000,
+    );
+    expect(copies.map((m) => m.headers['tickwork-reject-code'])).toEqual([
+      'INVALID_JOB',
+      'INVALID_JOB',
+      'INVALID_JOB',
+    ]);
+    expect(copies[1]!.headers['tickwork-reject-reason']).toMatch(/^rejected before, as INVALID_JOB/);
+    const audit = await db.query<{ action: string; outcome: string }>(
+      `SELECT action, outcome FROM audit_events WHERE details->>'command_id' = $1`,
+      [c.command_id],
+    );
+    expect(audit.rows).toEqual([{ action: 'UpsertJob', outcome: 'INVALID_ARGUMENT' }]);
   });
 
   it('serves a call that carries 100 KB of metadata with a valid token (was INTERNAL)', async () => {

@@ -373,7 +373,8 @@ export class JobService {
     expectedVersion: number | null,
   ): Promise<Job> {
     const tenantId = tenantScope(caller, undefined, 'tenant_id') ?? 'default';
-    this.parse({ ...raw, job_id: jobId }, tenantId); // refuses a bad job before the row is locked
+    // The job is checked inside the audited change, as every refused mutating call is recorded,
+    // and after the command's ledger stamp, so a copy of a refused command is not recorded twice.
     return this.audited(caller, 'UpsertJob', jobId, { command }, (meta) =>
       this.jobs.mutate(jobId, meta, async (found, tx) => {
         const definition = this.parse(this.withSecretsRestored({ ...raw, job_id: jobId }, found), tenantId);
