@@ -186,12 +186,12 @@ export class JobsController {
     @Body() body: unknown,
     @Res({ passthrough: true }) res: Response,
   ): Promise<Wire> {
-    // A malformed query (dry_run neither true nor false, a parameter given twice) is a refused
-    // update like any other: audited, unless the call is a well-formed dry run.
-    let dryRun = false;
+    // A malformed dry_run is taken for a dry run asked for: refused, not audited (it would write
+    // nothing). Any other malformed query parameter (one given twice) refuses the call as it is:
+    // audited unless it is a dry run.
+    const dryRun = bool(q, 'dry_run');
     let queryError: ValidationError | undefined;
     try {
-      dryRun = bool(q, 'dry_run');
       for (const name of ['update_mask', 'dry_run_count']) one(q, name);
     } catch (e) {
       if (!(e instanceof ValidationError)) throw e;
