@@ -13,6 +13,7 @@
  * limit); the Kafka side is an outside producer (kafkajs + the Confluent serializer).
  */
 import { createHash, randomUUID } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
 import { credentials, Metadata, status, Client as GrpcClient, type ServiceError } from '@grpc/grpc-js';
 // eslint-disable-next-line no-restricted-imports -- the test plays an outside producer, not Tickwork code
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
@@ -681,6 +682,69 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
       field: 'body',
     });
   }
+
+  // 7. Encodings: a gzip bomb inflates past the limit (413), gzip that is not gzip (400), an
+  // encoding the parser does not read (415); a body that is not declared JSON (415).
+  const job = JSON.stringify(webhookJob());
+  for (const [method, path] of [
+    ['POST', '/v1/jobs'],
+    ['PATCH', '/v1/jobs/seed-1'],
+  ] as const) {
+    add({
+      name: `${method} ${path}: a gzip body that inflates past the limit`,
+      via: 'rest',
+      send: rest(method, path, {
+        raw: gzipSync(Buffer.from(big(2 * 1024 * 1024))),
+        headers: { 'content-encoding': 'gzip' },
+      }),
+      status: 413,
+      field: 'body',
+    });
+    add({
+      name: `${method} ${path}: content-encoding gzip on a body that is not gzip`,
+      via: 'rest',
+      send: rest(method, path, { raw: job, headers: { 'content-encoding': 'gzip' } }),
+      status: 400,
+      field: 'body',
+    });
+    add({
+      name: `${method} ${path}: content-encoding compress`,
+      via: 'rest',
+      send: rest(method, path, { raw: job, headers: { 'content-encoding': 'compress' } }),
+      status: 415,
+      field: 'content-encoding',
+    });
+    add({
+      name: `${method} ${path}: a JSON body sent as text/plain`,
+      via: 'rest',
+      send: rest(method, path, { raw: job, headers: { 'content-type': 'text/plain' } }),
+      status: 415,
+      field: 'content-type',
+    });
+  }
+  for (const [path, body] of [
+    ['/v1/bulk-actions', 'action=PAUSE&label_selector=team%3Dcore'],
+    ['/v1/schedules/preview', 'schedule=x'],
+    ['/v1/jobs', 'job_id=x'],
+  ] as const)
+    add({
+      name: `POST ${path}: a form body`,
+      via: 'rest',
+      send: rest('POST', path, {
+        raw: body,
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      }),
+      status: 415,
+      field: 'content-type',
+    });
+  add({
+    name: 'POST /v1/jobs: an Idempotency-Key that is not ASCII',
+    via: 'rest',
+    send: rest('POST', '/v1/jobs', { body: webhookJob(), headers: { 'idempotency-key': 'cl\u00e9' } }),
+    status: 400,
+    field: 'Idempotency-Key',
+    audited: 'CreateJob',
+  });
 
   // 7 and 8. Payload nesting: one limit (32) on every interface, checked without recursion.
   for (const depth of [DEPTH_LIMIT + 1, 10_000]) {
@@ -1803,6 +1867,15 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
       [c.command_id],
     );
     expect(audit.rows).toEqual([{ action: 'UpsertJob', outcome: 'INVALID_ARGUMENT' }]);
+  });
+
+  it('takes the body-less operations with any body, as before (only JSON operations check the media type)', async () => {
+    const r = await http('POST', '/v1/jobs/seed-1/resume', {
+      raw: 'ignored',
+      headers: { 'content-type': 'text/plain' },
+    });
+    expect(r.status).toBe(200);
+    expect(r.body.status).toBe('SCHEDULED');
   });
 
   it('serves a call that carries 100 KB of metadata with a valid token (was INTERNAL)', async () => {
