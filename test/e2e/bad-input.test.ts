@@ -850,6 +850,49 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
       status: 400,
       field: 'from',
     });
+  // 9. A day its month does not have (JavaScript's Date would move it into the next month).
+  const notADay: [string, string, Parameters<typeof http>[2], string, string?][] = [
+    [
+      'POST',
+      '/v1/jobs',
+      { body: webhookJob({ schedule: { kind: 'once', at: '2026-02-30T09:00:00Z' } }) },
+      'schedule.at',
+      'CreateJob',
+    ],
+    [
+      'PATCH',
+      '/v1/jobs/seed-1',
+      {
+        body: {
+          schedule: { kind: 'interval', every_ms: 3_600_000, start_at: '2027-04-31T00:00:00+02:00' },
+        },
+      },
+      'schedule.start_at',
+      'UpdateJob',
+    ],
+    [
+      'POST',
+      '/v1/schedules/preview',
+      { body: { schedule: { kind: 'interval', every_ms: 60_000 }, from: '2025-02-29T00:00:00Z' } },
+      'from',
+    ],
+    [
+      'POST',
+      '/v1/bulk-actions',
+      { body: { action: 'PAUSE', label_selector: 'team=core', until: '2100-02-29T00:00:00Z' } },
+      'until',
+      'BulkAction',
+    ],
+  ];
+  for (const [method, path, opts, field, audited] of notADay)
+    add({
+      name: `${method} ${path}: ${field} on a day its month does not have`,
+      via: 'rest',
+      send: rest(method, path, opts),
+      status: 400,
+      field,
+      ...(audited ? { audited } : {}),
+    });
   for (const seconds of [1e15, 8.64e12, -1e15])
     add({
       name: `PreviewSchedule: from seconds ${seconds}`,
