@@ -850,6 +850,126 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
       status: 400,
       field: 'from',
     });
+  // 9. Definitions that parse but cannot be a job: each refused naming the field.
+  const wh = (over: Json) => ({ type: 'webhook', url: 'https://example.com/h', ...over });
+  const shapes: [string, Json, string][] = [
+    [
+      'a cron that never fires (Feb 30)',
+      { schedule: { kind: 'cron', expression: '0 0 30 2 *', time_zone: 'UTC' } },
+      'schedule.expression',
+    ],
+    ['every_ms 0', { schedule: { kind: 'interval', every_ms: 0 } }, 'schedule.every_ms'],
+    ['every_ms 1.5', { schedule: { kind: 'interval', every_ms: 1.5 } }, 'schedule.every_ms'],
+    ['every_ms 1e20', { schedule: { kind: 'interval', every_ms: 1e20 } }, 'schedule.every_ms'],
+    ['every_ms as text', { schedule: { kind: 'interval', every_ms: '60000' } }, 'schedule.every_ms'],
+    [
+      'an unknown time zone',
+      { schedule: { kind: 'cron', expression: '0 9 * * *', time_zone: 'Mars/Olympus' } },
+      'schedule.time_zone',
+    ],
+    [
+      'an empty time zone',
+      { schedule: { kind: 'cron', expression: '0 9 * * *', time_zone: '' } },
+      'schedule.time_zone',
+    ],
+    ['an unknown schedule kind', { schedule: { kind: 'lunar' } }, 'schedule.kind'],
+    ['a webhook url that is not http(s)', { target: wh({ url: 'ftp://example.com/x' }) }, 'target.url'],
+    [
+      'a webhook url with credentials',
+      { target: wh({ url: 'https://user:pw@example.com/x' }) },
+      'target.url',
+    ],
+    ['a webhook method TRACE', { target: wh({ method: 'TRACE' }) }, 'target.method'],
+    ['timeout_ms 0', { target: wh({ timeout_ms: 0 }) }, 'target.timeout_ms'],
+    [
+      'success_status min above max',
+      { target: wh({ success_status: { min: 300, max: 200 } }) },
+      'target.success_status.max',
+    ],
+    [
+      'success_status max 600',
+      { target: wh({ success_status: { min: 200, max: 600 } }) },
+      'target.success_status.max',
+    ],
+    ['a label value that is a number', { labels: { team: 5 } }, 'labels.team'],
+    ['a job_id with a slash', { job_id: 'a/b' }, 'job_id'],
+    ['a job_id of 129 characters', { job_id: 'j'.repeat(129) }, 'job_id'],
+    ['an unknown top-level field', { colour: 'blue' }, 'colour'],
+    ['an unknown target type', { target: { type: 'carrier-pigeon' } }, 'target.type'],
+    [
+      'a kafka target on a topic internal to Kafka',
+      { target: kafkaTarget({ topic: '__consumer_offsets' }) },
+      'target.topic',
+    ],
+    [
+      "a kafka target on the registry's topic",
+      { target: kafkaTarget({ topic: '_schemas' }) },
+      'target.topic',
+    ],
+    ['jitter_ms -1', { policies: { jitter_ms: -1 } }, 'policies.jitter_ms'],
+    ['misfire unknown', { policies: { misfire: 'SOMETIMES' } }, 'policies.misfire'],
+  ];
+  for (const [name, over, field] of shapes)
+    add({
+      name: `POST /v1/jobs: ${name}`,
+      via: 'rest',
+      send: rest('POST', '/v1/jobs', { raw: JSON.stringify(webhookJob(over)) }),
+      status: 400,
+      field,
+      audited: 'CreateJob',
+    });
+
+  // 10. Credentials in a webhook URL would be echoed by every read (and fetch refuses them at
+  // every fire); a Kafka target on Tickwork's own topics could forge fires or commands. Both are
+  // refused on every interface, not only by the executor at fire time.
+  const ownTopic = () => `${iso.topicPrefix}.fires`;
+  add({
+    name: "POST /v1/jobs: a kafka target on Tickwork's own fires topic",
+    via: 'rest',
+    send: () =>
+      restOutcome(
+        http('POST', '/v1/jobs', { body: webhookJob({ target: kafkaTarget({ topic: ownTopic() }) }) }),
+      ),
+    status: 400,
+    field: 'target.topic',
+    audited: 'CreateJob',
+  });
+  add({
+    name: "CreateJob: a kafka target on Tickwork's own commands topic",
+    via: 'grpc',
+    send: () => grpcCall('CreateJob', { job: protoJob({ target: { kafka: { topic: topic } } }) })(),
+    status: 'INVALID_ARGUMENT',
+    field: 'job.target.kafka.topic',
+    audited: 'CreateJob',
+  });
+  add({
+    name: 'CreateJob: a webhook url with credentials',
+    via: 'grpc',
+    send: grpcCall('CreateJob', {
+      job: protoJob({ target: { webhook: { url: 'https://u:p@example.com/h' } } }),
+    }),
+    status: 'INVALID_ARGUMENT',
+    field: 'job.target.webhook.url',
+    audited: 'CreateJob',
+  });
+  add({
+    name: 'UPSERT: a webhook url with credentials',
+    via: 'kafka',
+    send: kafkaCommand(() => command('UPSERT', 'k-creds', avroJob({ url: 'https://u:p@example.com/h' }))),
+    status: 'INVALID_JOB',
+    field: 'job.target.url',
+  });
+  add({
+    name: "UPSERT: a kafka target on Tickwork's own fires topic",
+    via: 'kafka',
+    send: () =>
+      kafkaCommand(() =>
+        command('UPSERT', 'k-own-topic', avroJob({ kafka: { topic: ownTopic(), key: null } })),
+      )(),
+    status: 'INVALID_JOB',
+    field: 'job.target.topic',
+  });
+
   // 9. A day its month does not have (JavaScript's Date would move it into the next month).
   const notADay: [string, string, Parameters<typeof http>[2], string, string?][] = [
     [

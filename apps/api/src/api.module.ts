@@ -8,7 +8,7 @@ import {
   type NestModule,
   type OnApplicationShutdown,
 } from '@nestjs/common';
-import type { ApiListenConfig, TenantRegistry, TickworkConfig } from '@tickwork/config';
+import { ownTopics, type ApiListenConfig, type TenantRegistry, type TickworkConfig } from '@tickwork/config';
 import { BulkActionService, InsightService, JobHistoryService, JobService } from '@tickwork/jobs';
 import { createKafkaBus } from '@tickwork/messaging';
 import { LazyKafkaAdmin, observeKafkajsPatches, openDatabase } from '@tickwork/runtime';
@@ -112,6 +112,7 @@ export class ApiModule implements NestModule, OnApplicationShutdown {
                 minIntervalMs: config.api.minIntervalMs,
                 maxPayloadBytes: config.api.maxPayloadBytes,
                 maxJitterMs: 3_600_000,
+                reservedTopics: ownTopics(config.topics),
               },
               quotas: (tenantId) => tenants.quotasFor(tenantId),
             }),

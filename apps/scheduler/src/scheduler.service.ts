@@ -8,7 +8,7 @@ import {
   type BeforeApplicationShutdown,
   type OnApplicationBootstrap,
 } from '@nestjs/common';
-import { loadTenants, type TickworkConfig } from '@tickwork/config';
+import { loadTenants, ownTopics, type TickworkConfig } from '@tickwork/config';
 import { JobService, ScheduleCommandHandler } from '@tickwork/jobs';
 import { planDueOccurrences, TenantTokenBuckets, type ShardEpoch } from '@tickwork/domain';
 import {
@@ -489,6 +489,7 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
         minIntervalMs: c.api.minIntervalMs,
         maxPayloadBytes: c.api.maxPayloadBytes,
         maxJitterMs: 3_600_000,
+        reservedTopics: ownTopics(c.topics),
       },
       quotas: (tenantId) => tenants.quotasFor(tenantId),
     });
