@@ -970,6 +970,47 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
     field: 'job.target.topic',
   });
 
+  // 9. Update masks over gRPC; an If-Match no version can have over REST (a weak or stale etag is
+  // well formed: 412 when it does not match, as api-rest tests).
+  const masks: [string, Msg, string][] = [
+    [
+      'a nested update_mask path',
+      { job: { job_id: 'seed-1' }, update_mask: { paths: ['target.url'] } },
+      'update_mask.paths[0]',
+    ],
+    [
+      'an empty update_mask path',
+      { job: { job_id: 'seed-1' }, update_mask: { paths: [''] } },
+      'update_mask.paths[0]',
+    ],
+    ['no update_mask', { job: { job_id: 'seed-1', labels: { a: 'b' } } }, 'update_mask'],
+    [
+      'a mask naming job_id',
+      { job: { job_id: 'seed-1' }, update_mask: { paths: ['job_id'] } },
+      'update_mask.paths[0]',
+    ],
+  ];
+  for (const [name, req, field] of masks)
+    add({
+      name: `UpdateJob: ${name}`,
+      via: 'grpc',
+      send: grpcCall('UpdateJob', req),
+      status: 'INVALID_ARGUMENT',
+      field,
+      audited: 'UpdateJob',
+    });
+  add({
+    name: 'PATCH /v1/jobs/:id: If-Match a version past 2^53',
+    via: 'rest',
+    send: rest('PATCH', '/v1/jobs/seed-1', {
+      body: { labels: {} },
+      headers: { 'if-match': '"v99999999999999999999"' },
+    }),
+    status: 400,
+    field: 'etag',
+    audited: 'UpdateJob',
+  });
+
   // 9. A day its month does not have (JavaScript's Date would move it into the next month).
   const notADay: [string, string, Parameters<typeof http>[2], string, string?][] = [
     [
