@@ -1011,6 +1011,60 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
     audited: 'UpdateJob',
   });
 
+  // 7 and 9. The preview's other fields.
+  add({
+    name: 'POST /v1/schedules/preview: NUL in the job_id',
+    via: 'rest',
+    send: rest('POST', '/v1/schedules/preview', {
+      body: { schedule: { kind: 'interval', every_ms: 60_000 }, job_id: 'a\u0000' },
+    }),
+    status: 400,
+    field: 'job_id',
+  });
+  add({
+    name: 'POST /v1/schedules/preview: spread_ms -1',
+    via: 'rest',
+    send: rest('POST', '/v1/schedules/preview', {
+      body: { schedule: { kind: 'interval', every_ms: 60_000 }, job_id: 'p', spread_ms: -1 },
+    }),
+    status: 400,
+    field: 'spread_ms',
+  });
+  add({
+    name: 'POST /v1/schedules/preview: count 1001',
+    via: 'rest',
+    send: rest('POST', '/v1/schedules/preview', {
+      body: { schedule: { kind: 'interval', every_ms: 60_000 }, count: 1001 },
+    }),
+    status: 400,
+    field: 'count',
+  });
+  add({
+    name: 'PreviewSchedule: NUL in the job_id',
+    via: 'grpc',
+    send: grpcCall('PreviewSchedule', { schedule: { interval: { every_ms: 60_000 } }, job_id: 'a\u0000' }),
+    status: 'INVALID_ARGUMENT',
+    field: 'job_id',
+  });
+  add({
+    name: 'PreviewSchedule: spread_ms -1',
+    via: 'grpc',
+    send: grpcCall('PreviewSchedule', {
+      schedule: { interval: { every_ms: 60_000 } },
+      job_id: 'p',
+      spread_ms: -1,
+    }),
+    status: 'INVALID_ARGUMENT',
+    field: 'spread_ms',
+  });
+  add({
+    name: 'ListOccurrences: page_size 5000',
+    via: 'grpc',
+    send: grpcCall('ListOccurrences', { job_id: 'seed-1', page_size: 5000 }),
+    status: 'INVALID_ARGUMENT',
+    field: 'page_size',
+  });
+
   // 9. A day its month does not have (JavaScript's Date would move it into the next month).
   const notADay: [string, string, Parameters<typeof http>[2], string, string?][] = [
     [
