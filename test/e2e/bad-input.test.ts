@@ -801,6 +801,25 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
       field: 'request',
     });
 
+  // 7. Size over gRPC: a payload over the limit is the job's fault (named, audited); a message
+  // over TICKWORK_GRPC_MAX_MESSAGE_BYTES (payload limit + 64 KiB) is refused by the transport
+  // before any handler runs (RESOURCE_EXHAUSTED, as REST's 413).
+  add({
+    name: 'CreateJob: a payload of 300 KB (over the 256 KiB limit)',
+    via: 'grpc',
+    send: grpcCall('CreateJob', { job: protoJob({ payload: { stringValue: 'x'.repeat(300 * 1024) } }) }),
+    status: 'INVALID_ARGUMENT',
+    field: 'job.payload',
+    audited: 'CreateJob',
+  });
+  add({
+    name: 'CreateJob: a message of 5 MB',
+    via: 'grpc',
+    send: grpcCall('CreateJob', { job: protoJob({ payload: { stringValue: 'x'.repeat(5 * 1024 * 1024) } }) }),
+    status: 'RESOURCE_EXHAUSTED',
+    field: /larger than max/,
+  });
+
   // 7. Undecodable gRPC requests and oversized metadata.
   for (const method of ['CreateJob', 'UpdateJob', 'ListJobs', 'GetJob'])
     add({
