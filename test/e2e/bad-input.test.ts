@@ -2155,6 +2155,18 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
     expect(r.body.status).toBe('SCHEDULED');
   });
 
+  it('logged no error while refusing all of the above: every refusal was foreseen, none an internal error', () => {
+    // The apps log JSON lines with the level by name.
+    const errors = apps.flatMap((a) =>
+      a.output.filter((l) => /"level":"(error|fatal)"/.test(l)).map((l) => `${a.name}: ${l.slice(0, 400)}`),
+    );
+    expect(errors).toEqual([]);
+    // The check reads what it thinks it reads: the rejected commands' warnings are there.
+    expect(apps.some((a) => a.output.some((l) => /"level":"warn".*rejected \(INVALID_JOB\)/.test(l)))).toBe(
+      true,
+    );
+  });
+
   it('serves a call that carries 100 KB of metadata with a valid token (was INTERNAL)', async () => {
     const metadata = Object.fromEntries(
       Array.from({ length: 10 }, (_, i) => [`x-meta-${i}`, 'x'.repeat(10 * 1024)]),
