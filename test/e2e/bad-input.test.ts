@@ -13,6 +13,7 @@
  * limit); the Kafka side is an outside producer (kafkajs + the Confluent serializer).
  */
 import { createHash, randomUUID } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
 import { credentials, Metadata, status, Client as GrpcClient, type ServiceError } from '@grpc/grpc-js';
 // eslint-disable-next-line no-restricted-imports -- the test plays an outside producer, not Tickwork code
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
@@ -109,6 +110,8 @@ const CODE_OF_HTTP: Record<number, string> = {
   401: 'UNAUTHENTICATED',
   422: 'FAILED_PRECONDITION',
 };
+/** The error code a rejected Kafka command is audited with, by its reject code. */
+const CODE_OF_REJECT: Record<string, string> = { INVALID_JOB: 'INVALID_ARGUMENT' };
 const pageToken = (o: unknown) => Buffer.from(JSON.stringify(o), 'utf8').toString('base64url');
 
 describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, nothing stored', () => {
@@ -370,7 +373,9 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
   // ---------- the table ----------
 
   const cases: Case[] = [];
-  const add = (c: Case) => cases.push(c);
+  // A Kafka UPSERT refused for its job is a refused mutating call too: audited as UpsertJob.
+  const add = (c: Case) =>
+    cases.push(c.via === 'kafka' && c.status === 'INVALID_JOB' ? { audited: 'UpsertJob', ...c } : c);
 
   // 7. Text PostgreSQL cannot store: NUL and unpaired surrogates, in every text field of a job.
   const BAD_TEXT: [string, string][] = [
@@ -628,6 +633,23 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
     });
   }
 
+  // 4. A page token is bound to every filter of its listing, the console's too.
+  const boundTo = (filters: Record<string, string | Record<string, string>>) =>
+    pageToken({ k: 'jobs', after: 'a', f: filtersDigest({ tenant_id: 'acme', ...filters }) });
+  for (const [name, token, query] of [
+    ['job_id_prefix', boundTo({ job_id_prefix: 'a' }), 'job_id_prefix=b'],
+    ['target_type', boundTo({ target_type: 'webhook' }), 'target_type=kafka'],
+    ['label_selector inequality', boundTo({}), 'label_selector=team!=x'],
+    ['label_selector equality', boundTo({ label: { team: 'a' } }), 'label_selector=team=b'],
+  ] as const)
+    add({
+      name: `GET /v1/jobs: a page token issued for another ${name}`,
+      via: 'rest',
+      send: rest('GET', `/v1/jobs?${query}&page_token=${token}`),
+      status: 400,
+      field: /page_token: was issued for other filters/,
+    });
+
   // 7. Bodies the parser refuses: over the limit (413), a charset it cannot read (415), not JSON (400).
   const big = (bytes: number) => JSON.stringify(webhookJob({ payload: { blob: 'x'.repeat(bytes) } }));
   for (const [method, path] of [
@@ -660,6 +682,69 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
       field: 'body',
     });
   }
+
+  // 7. Encodings: a gzip bomb inflates past the limit (413), gzip that is not gzip (400), an
+  // encoding the parser does not read (415); a body that is not declared JSON (415).
+  const job = JSON.stringify(webhookJob());
+  for (const [method, path] of [
+    ['POST', '/v1/jobs'],
+    ['PATCH', '/v1/jobs/seed-1'],
+  ] as const) {
+    add({
+      name: `${method} ${path}: a gzip body that inflates past the limit`,
+      via: 'rest',
+      send: rest(method, path, {
+        raw: gzipSync(Buffer.from(big(2 * 1024 * 1024))),
+        headers: { 'content-encoding': 'gzip' },
+      }),
+      status: 413,
+      field: 'body',
+    });
+    add({
+      name: `${method} ${path}: content-encoding gzip on a body that is not gzip`,
+      via: 'rest',
+      send: rest(method, path, { raw: job, headers: { 'content-encoding': 'gzip' } }),
+      status: 400,
+      field: 'body',
+    });
+    add({
+      name: `${method} ${path}: content-encoding compress`,
+      via: 'rest',
+      send: rest(method, path, { raw: job, headers: { 'content-encoding': 'compress' } }),
+      status: 415,
+      field: 'content-encoding',
+    });
+    add({
+      name: `${method} ${path}: a JSON body sent as text/plain`,
+      via: 'rest',
+      send: rest(method, path, { raw: job, headers: { 'content-type': 'text/plain' } }),
+      status: 415,
+      field: 'content-type',
+    });
+  }
+  for (const [path, body] of [
+    ['/v1/bulk-actions', 'action=PAUSE&label_selector=team%3Dcore'],
+    ['/v1/schedules/preview', 'schedule=x'],
+    ['/v1/jobs', 'job_id=x'],
+  ] as const)
+    add({
+      name: `POST ${path}: a form body`,
+      via: 'rest',
+      send: rest('POST', path, {
+        raw: body,
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      }),
+      status: 415,
+      field: 'content-type',
+    });
+  add({
+    name: 'POST /v1/jobs: an Idempotency-Key that is not ASCII',
+    via: 'rest',
+    send: rest('POST', '/v1/jobs', { body: webhookJob(), headers: { 'idempotency-key': 'cl\u00e9' } }),
+    status: 400,
+    field: 'Idempotency-Key',
+    audited: 'CreateJob',
+  });
 
   // 7 and 8. Payload nesting: one limit (32) on every interface, checked without recursion.
   for (const depth of [DEPTH_LIMIT + 1, 10_000]) {
@@ -716,6 +801,25 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
       field: 'request',
     });
 
+  // 7. Size over gRPC: a payload over the limit is the job's fault (named, audited); a message
+  // over TICKWORK_GRPC_MAX_MESSAGE_BYTES (payload limit + 64 KiB) is refused by the transport
+  // before any handler runs (RESOURCE_EXHAUSTED, as REST's 413).
+  add({
+    name: 'CreateJob: a payload of 300 KB (over the 256 KiB limit)',
+    via: 'grpc',
+    send: grpcCall('CreateJob', { job: protoJob({ payload: { stringValue: 'x'.repeat(300 * 1024) } }) }),
+    status: 'INVALID_ARGUMENT',
+    field: 'job.payload',
+    audited: 'CreateJob',
+  });
+  add({
+    name: 'CreateJob: a message of 5 MB',
+    via: 'grpc',
+    send: grpcCall('CreateJob', { job: protoJob({ payload: { stringValue: 'x'.repeat(5 * 1024 * 1024) } }) }),
+    status: 'RESOURCE_EXHAUSTED',
+    field: /larger than max/,
+  });
+
   // 7. Undecodable gRPC requests and oversized metadata.
   for (const method of ['CreateJob', 'UpdateJob', 'ListJobs', 'GetJob'])
     add({
@@ -764,6 +868,264 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
       }),
       status: 400,
       field: 'from',
+    });
+  // 9. Definitions that parse but cannot be a job: each refused naming the field.
+  const wh = (over: Json) => ({ type: 'webhook', url: 'https://example.com/h', ...over });
+  const shapes: [string, Json, string][] = [
+    [
+      'a cron that never fires (Feb 30)',
+      { schedule: { kind: 'cron', expression: '0 0 30 2 *', time_zone: 'UTC' } },
+      'schedule.expression',
+    ],
+    ['every_ms 0', { schedule: { kind: 'interval', every_ms: 0 } }, 'schedule.every_ms'],
+    ['every_ms 1.5', { schedule: { kind: 'interval', every_ms: 1.5 } }, 'schedule.every_ms'],
+    ['every_ms 1e20', { schedule: { kind: 'interval', every_ms: 1e20 } }, 'schedule.every_ms'],
+    ['every_ms as text', { schedule: { kind: 'interval', every_ms: '60000' } }, 'schedule.every_ms'],
+    [
+      'an unknown time zone',
+      { schedule: { kind: 'cron', expression: '0 9 * * *', time_zone: 'Mars/Olympus' } },
+      'schedule.time_zone',
+    ],
+    [
+      'an empty time zone',
+      { schedule: { kind: 'cron', expression: '0 9 * * *', time_zone: '' } },
+      'schedule.time_zone',
+    ],
+    ['an unknown schedule kind', { schedule: { kind: 'lunar' } }, 'schedule.kind'],
+    ['a webhook url that is not http(s)', { target: wh({ url: 'ftp://example.com/x' }) }, 'target.url'],
+    [
+      'a webhook url with credentials',
+      { target: wh({ url: 'https://user:pw@example.com/x' }) },
+      'target.url',
+    ],
+    ['a webhook method TRACE', { target: wh({ method: 'TRACE' }) }, 'target.method'],
+    ['timeout_ms 0', { target: wh({ timeout_ms: 0 }) }, 'target.timeout_ms'],
+    [
+      'success_status min above max',
+      { target: wh({ success_status: { min: 300, max: 200 } }) },
+      'target.success_status.max',
+    ],
+    [
+      'success_status max 600',
+      { target: wh({ success_status: { min: 200, max: 600 } }) },
+      'target.success_status.max',
+    ],
+    ['a label value that is a number', { labels: { team: 5 } }, 'labels.team'],
+    ['a job_id with a slash', { job_id: 'a/b' }, 'job_id'],
+    ['a job_id of 129 characters', { job_id: 'j'.repeat(129) }, 'job_id'],
+    ['an unknown top-level field', { colour: 'blue' }, 'colour'],
+    ['an unknown target type', { target: { type: 'carrier-pigeon' } }, 'target.type'],
+    [
+      'a kafka target on a topic internal to Kafka',
+      { target: kafkaTarget({ topic: '__consumer_offsets' }) },
+      'target.topic',
+    ],
+    [
+      "a kafka target on the registry's topic",
+      { target: kafkaTarget({ topic: '_schemas' }) },
+      'target.topic',
+    ],
+    ['jitter_ms -1', { policies: { jitter_ms: -1 } }, 'policies.jitter_ms'],
+    ['misfire unknown', { policies: { misfire: 'SOMETIMES' } }, 'policies.misfire'],
+  ];
+  for (const [name, over, field] of shapes)
+    add({
+      name: `POST /v1/jobs: ${name}`,
+      via: 'rest',
+      send: rest('POST', '/v1/jobs', { raw: JSON.stringify(webhookJob(over)) }),
+      status: 400,
+      field,
+      audited: 'CreateJob',
+    });
+
+  // 10. Credentials in a webhook URL would be echoed by every read (and fetch refuses them at
+  // every fire); a Kafka target on Tickwork's own topics could forge fires or commands. Both are
+  // refused on every interface, not only by the executor at fire time.
+  const ownTopic = () => `${iso.topicPrefix}.fires`;
+  add({
+    name: "POST /v1/jobs: a kafka target on Tickwork's own fires topic",
+    via: 'rest',
+    send: () =>
+      restOutcome(
+        http('POST', '/v1/jobs', { body: webhookJob({ target: kafkaTarget({ topic: ownTopic() }) }) }),
+      ),
+    status: 400,
+    field: 'target.topic',
+    audited: 'CreateJob',
+  });
+  add({
+    name: "CreateJob: a kafka target on Tickwork's own commands topic",
+    via: 'grpc',
+    send: () => grpcCall('CreateJob', { job: protoJob({ target: { kafka: { topic: topic } } }) })(),
+    status: 'INVALID_ARGUMENT',
+    field: 'job.target.kafka.topic',
+    audited: 'CreateJob',
+  });
+  add({
+    name: 'CreateJob: a webhook url with credentials',
+    via: 'grpc',
+    send: grpcCall('CreateJob', {
+      job: protoJob({ target: { webhook: { url: 'https://u:p@example.com/h' } } }),
+    }),
+    status: 'INVALID_ARGUMENT',
+    field: 'job.target.webhook.url',
+    audited: 'CreateJob',
+  });
+  add({
+    name: 'UPSERT: a webhook url with credentials',
+    via: 'kafka',
+    send: kafkaCommand(() => command('UPSERT', 'k-creds', avroJob({ url: 'https://u:p@example.com/h' }))),
+    status: 'INVALID_JOB',
+    field: 'job.target.url',
+  });
+  add({
+    name: "UPSERT: a kafka target on Tickwork's own fires topic",
+    via: 'kafka',
+    send: () =>
+      kafkaCommand(() =>
+        command('UPSERT', 'k-own-topic', avroJob({ kafka: { topic: ownTopic(), key: null } })),
+      )(),
+    status: 'INVALID_JOB',
+    field: 'job.target.topic',
+  });
+
+  // 9. Update masks over gRPC; an If-Match no version can have over REST (a weak or stale etag is
+  // well formed: 412 when it does not match, as api-rest tests).
+  const masks: [string, Msg, string][] = [
+    [
+      'a nested update_mask path',
+      { job: { job_id: 'seed-1' }, update_mask: { paths: ['target.url'] } },
+      'update_mask.paths[0]',
+    ],
+    [
+      'an empty update_mask path',
+      { job: { job_id: 'seed-1' }, update_mask: { paths: [''] } },
+      'update_mask.paths[0]',
+    ],
+    ['no update_mask', { job: { job_id: 'seed-1', labels: { a: 'b' } } }, 'update_mask'],
+    [
+      'a mask naming job_id',
+      { job: { job_id: 'seed-1' }, update_mask: { paths: ['job_id'] } },
+      'update_mask.paths[0]',
+    ],
+  ];
+  for (const [name, req, field] of masks)
+    add({
+      name: `UpdateJob: ${name}`,
+      via: 'grpc',
+      send: grpcCall('UpdateJob', req),
+      status: 'INVALID_ARGUMENT',
+      field,
+      audited: 'UpdateJob',
+    });
+  add({
+    name: 'PATCH /v1/jobs/:id: If-Match a version past 2^53',
+    via: 'rest',
+    send: rest('PATCH', '/v1/jobs/seed-1', {
+      body: { labels: {} },
+      headers: { 'if-match': '"v99999999999999999999"' },
+    }),
+    status: 400,
+    field: 'etag',
+    audited: 'UpdateJob',
+  });
+
+  // 7 and 9. The preview's other fields.
+  add({
+    name: 'POST /v1/schedules/preview: NUL in the job_id',
+    via: 'rest',
+    send: rest('POST', '/v1/schedules/preview', {
+      body: { schedule: { kind: 'interval', every_ms: 60_000 }, job_id: 'a\u0000' },
+    }),
+    status: 400,
+    field: 'job_id',
+  });
+  add({
+    name: 'POST /v1/schedules/preview: spread_ms -1',
+    via: 'rest',
+    send: rest('POST', '/v1/schedules/preview', {
+      body: { schedule: { kind: 'interval', every_ms: 60_000 }, job_id: 'p', spread_ms: -1 },
+    }),
+    status: 400,
+    field: 'spread_ms',
+  });
+  add({
+    name: 'POST /v1/schedules/preview: count 1001',
+    via: 'rest',
+    send: rest('POST', '/v1/schedules/preview', {
+      body: { schedule: { kind: 'interval', every_ms: 60_000 }, count: 1001 },
+    }),
+    status: 400,
+    field: 'count',
+  });
+  add({
+    name: 'PreviewSchedule: NUL in the job_id',
+    via: 'grpc',
+    send: grpcCall('PreviewSchedule', { schedule: { interval: { every_ms: 60_000 } }, job_id: 'a\u0000' }),
+    status: 'INVALID_ARGUMENT',
+    field: 'job_id',
+  });
+  add({
+    name: 'PreviewSchedule: spread_ms -1',
+    via: 'grpc',
+    send: grpcCall('PreviewSchedule', {
+      schedule: { interval: { every_ms: 60_000 } },
+      job_id: 'p',
+      spread_ms: -1,
+    }),
+    status: 'INVALID_ARGUMENT',
+    field: 'spread_ms',
+  });
+  add({
+    name: 'ListOccurrences: page_size 5000',
+    via: 'grpc',
+    send: grpcCall('ListOccurrences', { job_id: 'seed-1', page_size: 5000 }),
+    status: 'INVALID_ARGUMENT',
+    field: 'page_size',
+  });
+
+  // 9. A day its month does not have (JavaScript's Date would move it into the next month).
+  const notADay: [string, string, Parameters<typeof http>[2], string, string?][] = [
+    [
+      'POST',
+      '/v1/jobs',
+      { body: webhookJob({ schedule: { kind: 'once', at: '2026-02-30T09:00:00Z' } }) },
+      'schedule.at',
+      'CreateJob',
+    ],
+    [
+      'PATCH',
+      '/v1/jobs/seed-1',
+      {
+        body: {
+          schedule: { kind: 'interval', every_ms: 3_600_000, start_at: '2027-04-31T00:00:00+02:00' },
+        },
+      },
+      'schedule.start_at',
+      'UpdateJob',
+    ],
+    [
+      'POST',
+      '/v1/schedules/preview',
+      { body: { schedule: { kind: 'interval', every_ms: 60_000 }, from: '2025-02-29T00:00:00Z' } },
+      'from',
+    ],
+    [
+      'POST',
+      '/v1/bulk-actions',
+      { body: { action: 'PAUSE', label_selector: 'team=core', until: '2100-02-29T00:00:00Z' } },
+      'until',
+      'BulkAction',
+    ],
+  ];
+  for (const [method, path, opts, field, audited] of notADay)
+    add({
+      name: `${method} ${path}: ${field} on a day its month does not have`,
+      via: 'rest',
+      send: rest(method, path, opts),
+      status: 400,
+      field,
+      ...(audited ? { audited } : {}),
     });
   for (const seconds of [1e15, 8.64e12, -1e15])
     add({
@@ -1170,6 +1532,439 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
       audited: method,
     });
 
+  // 7 and 9 again, on the surfaces added since the issue was filed (bulk actions, the console's
+  // list filters, lateness, rrule schedules): the same classes of input, the same refusals.
+  const laterRest: [string, string, string, Parameters<typeof http>[2], string, string?][] = [
+    [
+      'NUL in a label_selector value',
+      'POST',
+      '/v1/bulk-actions',
+      { body: { action: 'PAUSE', label_selector: 'team=a\u0000' } },
+      'label_selector',
+      'BulkAction',
+    ],
+    [
+      'a lone surrogate in a label_selector key',
+      'POST',
+      '/v1/bulk-actions',
+      { body: { action: 'PAUSE', label_selector: 't\ud800=v' } },
+      'label_selector',
+      'BulkAction',
+    ],
+    [
+      'until past the end of the Date range',
+      'POST',
+      '/v1/bulk-actions',
+      { body: { action: 'PAUSE', label_selector: 'team=core', until: '+275760-09-13T00:00:00.001Z' } },
+      'until',
+      'BulkAction',
+    ],
+    [
+      'an unknown field',
+      'POST',
+      '/v1/bulk-actions',
+      { body: { action: 'PAUSE', label_selector: 'team=core', everything: true } },
+      'everything',
+      'BulkAction',
+    ],
+    [
+      'NUL in the tenant_id (admin)',
+      'POST',
+      '/v1/bulk-actions',
+      { token: ADMIN, body: { action: 'PAUSE', label_selector: 'team=core', tenant_id: 'a\u0000' } },
+      'tenant_id',
+      'BulkAction',
+    ],
+    ['NUL in job_id_prefix', 'GET', '/v1/jobs?job_id_prefix=a%00', {}, 'job_id_prefix'],
+    ['NUL in target_type', 'GET', '/v1/jobs?target_type=%00', {}, 'target_type'],
+    [
+      'NUL in label_selector',
+      'GET',
+      `/v1/jobs?label_selector=${encodeURIComponent('team!=a\u0000')}`,
+      {},
+      'label_selector',
+    ],
+    ['NUL in the job_id', 'GET', '/v1/lateness?job_id=a%00', {}, 'job_id'],
+    ['NUL in the tenant_id (admin)', 'GET', '/v1/lateness?tenant_id=a%00', { token: ADMIN }, 'tenant_id'],
+    ['NUL in the window', 'GET', '/v1/lateness?window=1h%00', {}, 'window'],
+    [
+      'NUL in an rrule rule',
+      'POST',
+      '/v1/jobs',
+      {
+        body: webhookJob({
+          schedule: {
+            kind: 'rrule',
+            rule: 'FREQ=DAILY\u0000',
+            dtstart: '2026-01-01T09:00:00',
+            time_zone: 'UTC',
+          },
+        }),
+      },
+      'schedule.rule',
+      'CreateJob',
+    ],
+    [
+      'NUL in an rrule exdate',
+      'POST',
+      '/v1/jobs',
+      {
+        body: webhookJob({
+          schedule: {
+            kind: 'rrule',
+            rule: 'FREQ=DAILY',
+            dtstart: '2026-01-01T09:00:00',
+            time_zone: 'UTC',
+            exdates: ['2026-01-02T09:00:00\u0000'],
+          },
+        }),
+      },
+      'schedule.exdates[0]',
+      'CreateJob',
+    ],
+    [
+      'NUL in a cron time_zone',
+      'POST',
+      '/v1/jobs',
+      { body: webhookJob({ schedule: { kind: 'cron', expression: '0 9 * * *', time_zone: 'UTC\u0000' } }) },
+      'schedule.time_zone',
+      'CreateJob',
+    ],
+    [
+      'NUL in a cron expression',
+      'POST',
+      '/v1/schedules/preview',
+      { body: { schedule: { kind: 'cron', expression: '0 9 * * *\u0000', time_zone: 'UTC' } } },
+      'schedule.expression',
+    ],
+  ];
+  for (const [name, method, path, opts, field, audited] of laterRest)
+    add({
+      name: `${method} ${path.split('?')[0]}: ${name}`,
+      via: 'rest',
+      send: rest(method, path, opts),
+      status: 400,
+      field,
+      ...(audited ? { audited } : {}),
+    });
+  for (const window of ['toString', '__proto__'])
+    add({
+      name: `GET /v1/lateness: a window named ${window}`,
+      via: 'rest',
+      send: rest('GET', `/v1/lateness?window=${window}`),
+      status: 400,
+      field: 'window',
+    });
+  add({
+    name: 'POST /v1/schedules/preview: charset=latin1',
+    via: 'rest',
+    send: rest('POST', '/v1/schedules/preview', {
+      raw: JSON.stringify({ schedule: { kind: 'interval', every_ms: 60_000 } }),
+      headers: { 'content-type': 'application/json; charset=latin1' },
+    }),
+    status: 415,
+    field: 'content-type',
+  });
+  add({
+    name: 'POST /v1/bulk-actions: a body of 5 MiB',
+    via: 'rest',
+    send: rest('POST', '/v1/bulk-actions', {
+      raw: JSON.stringify({ action: 'PAUSE', label_selector: `team=${'x'.repeat(5 * 1024 * 1024)}` }),
+    }),
+    status: 413,
+    field: 'body',
+  });
+  const laterGrpc: [string, string, Msg, string, string?][] = [
+    ['action 99', 'BulkAction', { action: 99, label_selector: 'team=core' }, 'action', 'BulkAction'],
+    [
+      'missed 99',
+      'BulkAction',
+      { action: 'BULK_ACTION_KIND_RESUME', label_selector: 'team=core', missed: 99 },
+      'missed',
+      'BulkAction',
+    ],
+    [
+      'until seconds 1e15',
+      'BulkAction',
+      { action: 'BULK_ACTION_KIND_PAUSE', label_selector: 'team=core', until: { seconds: 1e15 } },
+      'until',
+      'BulkAction',
+    ],
+    [
+      'NUL in label_selector',
+      'BulkAction',
+      { action: 'BULK_ACTION_KIND_PAUSE', label_selector: 'team=a\u0000' },
+      'label_selector',
+      'BulkAction',
+    ],
+    ['NUL in the job_id', 'GetLateness', { job_id: 'a\u0000' }, 'job_id'],
+    ['NUL in the window', 'GetLateness', { window: '1h\u0000' }, 'window'],
+    [
+      'NUL in an rrule rule',
+      'CreateJob',
+      {
+        job: protoJob({
+          schedule: { rrule: { rule: 'FREQ=DAILY\u0000', dtstart: '2026-01-01T09:00:00', time_zone: 'UTC' } },
+        }),
+      },
+      'job.schedule.rrule.rule',
+      'CreateJob',
+    ],
+    [
+      'rrule dst_gap 7',
+      'CreateJob',
+      {
+        job: protoJob({
+          schedule: {
+            rrule: { rule: 'FREQ=DAILY', dtstart: '2026-01-01T09:00:00', time_zone: 'UTC', dst_gap: 7 },
+          },
+        }),
+      },
+      'job.schedule.rrule.dst_gap',
+      'CreateJob',
+    ],
+    [
+      'rrule end_at seconds 1e15',
+      'CreateJob',
+      {
+        job: protoJob({
+          schedule: {
+            rrule: {
+              rule: 'FREQ=DAILY',
+              dtstart: '2026-01-01T09:00:00',
+              time_zone: 'UTC',
+              end_at: { seconds: 1e15 },
+            },
+          },
+        }),
+      },
+      'job.schedule.rrule.end_at',
+      'CreateJob',
+    ],
+    [
+      'NUL in a cron time_zone',
+      'PreviewSchedule',
+      { schedule: { cron: { expression: '0 9 * * *', time_zone: 'UTC\u0000' } } },
+      'schedule.cron.time_zone',
+    ],
+  ];
+  for (const [name, method, req, field, audited] of laterGrpc)
+    add({
+      name: `${method}: ${name}`,
+      via: 'grpc',
+      send: grpcCall(method, req),
+      status: 'INVALID_ARGUMENT',
+      field,
+      ...(audited ? { audited } : {}),
+    });
+
+  // Numbers JSON can write but a job cannot keep: 1e400 parses to Infinity, which jsonb would
+  // store as null; NaN and ±Infinity in a protobuf double the same.
+  for (const [name, raw, field] of [
+    ['a payload number 1e400', '{"n":1e400}', 'payload.n'],
+    ['a payload number -1e400 in a list', '{"l":[1,-1e400]}', 'payload.l[1]'],
+  ] as const) {
+    add({
+      name: `POST /v1/jobs: ${name}`,
+      via: 'rest',
+      send: rest('POST', '/v1/jobs', {
+        raw: `{"schedule":{"kind":"interval","every_ms":3600000},"target":{"type":"webhook","url":"https://example.com/h"},"payload":${raw}}`,
+      }),
+      status: 400,
+      field,
+      audited: 'CreateJob',
+    });
+    add({
+      name: `UPSERT: ${name}`,
+      via: 'kafka',
+      send: kafkaCommand(() => command('UPSERT', `k-num-${raw.length}`, avroJob({ payload: raw }))),
+      status: 'INVALID_JOB',
+      field: `job.${field}`,
+    });
+  }
+  for (const [name, n] of [
+    ['NaN', NaN],
+    ['Infinity', Infinity],
+  ] as const)
+    add({
+      name: `CreateJob: a payload number ${name}`,
+      via: 'grpc',
+      send: grpcCall('CreateJob', {
+        job: protoJob({ payload: { structValue: { fields: { n: { numberValue: n } } } } }),
+      }),
+      status: 'INVALID_ARGUMENT',
+      field: 'job.payload.n',
+      audited: 'CreateJob',
+    });
+  add({
+    name: 'POST /v1/jobs: every_ms 1e400',
+    via: 'rest',
+    send: rest('POST', '/v1/jobs', {
+      raw: '{"schedule":{"kind":"interval","every_ms":1e400},"target":{"type":"webhook","url":"https://example.com/h"}}',
+    }),
+    status: 400,
+    field: 'schedule.every_ms',
+    audited: 'CreateJob',
+  });
+  add({
+    name: 'POST /v1/jobs: a top-level key __proto__',
+    via: 'rest',
+    send: rest('POST', '/v1/jobs', {
+      raw: '{"__proto__":{"job_id":"x"},"schedule":{"kind":"interval","every_ms":3600000},"target":{"type":"webhook","url":"https://example.com/h"}}',
+    }),
+    status: 400,
+    field: '__proto__',
+    audited: 'CreateJob',
+  });
+  add({
+    name: 'PATCH /v1/jobs/:id: a top-level key __proto__',
+    via: 'rest',
+    send: rest('PATCH', '/v1/jobs/seed-1', { raw: '{"__proto__":{"labels":{}}}' }),
+    status: 400,
+    field: '__proto__',
+    audited: 'UpdateJob',
+  });
+  for (const [name, path, field] of [
+    ['a tenant_id given twice', '/v1/jobs?tenant_id=acme&tenant_id=acme', 'tenant_id'],
+    ['page_size 1e3', '/v1/jobs?page_size=1e3', 'page_size'],
+    ['page_size 1001', '/v1/jobs?page_size=1001', 'page_size'],
+    ['a fence token past 2^53', '/v1/jobs/seed-1/runs/99999999999999999999', 'fence_token'],
+  ] as const)
+    add({
+      name: `GET ${path.split('?')[0]}: ${name}`,
+      via: 'rest',
+      send: rest('GET', path),
+      status: 400,
+      field,
+    });
+  // A malformed dry_run is taken for a dry run (not audited: it would write nothing); a real
+  // update refused for its query is audited.
+  for (const [name, query, field, audited] of [
+    ['dry_run neither true nor false', 'dry_run=maybe', 'dry_run', undefined],
+    ['update_mask given twice', 'update_mask=labels&update_mask=labels', 'update_mask', 'UpdateJob'],
+    ['dry_run_count given twice', 'dry_run_count=1&dry_run_count=2', 'dry_run_count', 'UpdateJob'],
+    [
+      'a dry run with update_mask given twice',
+      'dry_run=true&update_mask=a&update_mask=b',
+      'update_mask',
+      undefined,
+    ],
+  ] as const)
+    add({
+      name: `PATCH /v1/jobs/:id: ${name}`,
+      via: 'rest',
+      send: rest('PATCH', `/v1/jobs/seed-1?${query}`, { body: { labels: {} } }),
+      status: 400,
+      field,
+      ...(audited ? { audited } : {}),
+    });
+
+  // More of the same classes over gRPC: text, numbers and ids in the other requests' fields.
+  const grpcMore: [string, string, Msg, string, string?][] = [
+    ['NUL in the job id', 'DeleteJob', { job_id: 'a\u0000' }, 'job_id', 'DeleteJob'],
+    ['NUL in the job id', 'TriggerJob', { job_id: 'a\u0000' }, 'job_id', 'TriggerJob'],
+    [
+      'NUL in the job id',
+      'UpdateJob',
+      { job: { job_id: 'a\u0000', labels: {} }, update_mask: { paths: ['labels'] } },
+      'job.job_id',
+      'UpdateJob',
+    ],
+    [
+      'NUL in an update_mask path',
+      'UpdateJob',
+      { job: { job_id: 'seed-1' }, update_mask: { paths: ['labels\u0000'] } },
+      'update_mask.paths[0]',
+      'UpdateJob',
+    ],
+    [
+      'NUL in the tenant_id (job)',
+      'CreateJob',
+      { job: protoJob({ tenant_id: 'a\u0000' }) },
+      'job.tenant_id',
+      'CreateJob',
+    ],
+    ['page_size -1', 'ListJobs', { page_size: -1 }, 'page_size'],
+    ['page_size 1001', 'ListRuns', { job_id: 'seed-1', page_size: 1001 }, 'page_size'],
+    ['fence_token -1', 'GetRun', { job_id: 'seed-1', fence_token: -1 }, 'fence_token'],
+    ['count -1', 'PreviewSchedule', { schedule: { interval: { every_ms: 60_000 } }, count: -1 }, 'count'],
+    [
+      'count 1e6',
+      'PreviewSchedule',
+      { schedule: { interval: { every_ms: 60_000 } }, count: 1_000_000 },
+      'count',
+    ],
+    [
+      'timeout_ms -1',
+      'CreateJob',
+      { job: protoJob({ target: { webhook: { url: 'https://example.com/h', timeout_ms: -1 } } }) },
+      'job.target.webhook.timeout_ms',
+      'CreateJob',
+    ],
+    [
+      'max_fires -1',
+      'CreateJob',
+      { job: protoJob({ schedule: { interval: { every_ms: 60_000, max_fires: -1 } } }) },
+      'job.schedule.interval.max_fires',
+      'CreateJob',
+    ],
+  ];
+  for (const [name, method, req, field, audited] of grpcMore)
+    add({
+      name: `${method}: ${name}`,
+      via: 'grpc',
+      send: grpcCall(method, req),
+      status: 'INVALID_ARGUMENT',
+      field,
+      ...(audited ? { audited } : {}),
+    });
+  // And over Kafka: the envelope's own fields and instants past the Date range.
+  const kafkaMore: [string, string, string | RegExp, () => Msg][] = [
+    [
+      'NUL in the tenant_id',
+      'INVALID_COMMAND',
+      /tenant_id/,
+      () => command('UPSERT', 'k-more-1', avroJob(), 'a\u0000'),
+    ],
+    [
+      'NUL in the command_id',
+      'INVALID_COMMAND',
+      /command_id/,
+      () => ({ ...command('PAUSE', 'k-more-2'), command_id: 'c\u0000' }),
+    ],
+    [
+      'expected_version -1',
+      'INVALID_COMMAND',
+      /expected_version/,
+      () => ({ ...command('UPSERT', 'k-more-3', avroJob()), expected_version: -1 }),
+    ],
+    [
+      'NUL in the time zone',
+      'INVALID_JOB',
+      'job.schedule.time_zone',
+      () => {
+        const job = avroJob();
+        const cron = (job.schedule as Msg)[`${NS}.CronSchedule`] as Msg;
+        cron.time_zone = 'UTC\u0000';
+        return command('UPSERT', 'k-more-4', job);
+      },
+    ],
+    [
+      // Refused as it is decoded (a timestamp-millis that is no Date), before the job's checks.
+      'start_at past the end of the Date range',
+      'INVALID_COMMAND',
+      /job: schedule\.start_at: 9000000000000000 ms is not an instant/,
+      () => {
+        const job = avroJob();
+        const cron = (job.schedule as Msg)[`${NS}.CronSchedule`] as Msg;
+        cron.start_at = 9e15;
+        return command('UPSERT', 'k-more-5', job);
+      },
+    ],
+  ];
+  for (const [name, code, field, cmd] of kafkaMore)
+    add({ name: `UPSERT/PAUSE: ${name}`, via: 'kafka', send: kafkaCommand(cmd), status: code, field });
+
   // 12. Idempotency keys: malformed, or reused for another request.
   for (const [name, key] of [
     ['256 characters', 'k'.repeat(256)],
@@ -1258,7 +2053,8 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
         expect(audit.rows).toEqual([
           {
             action: c.audited,
-            outcome: typeof c.status === 'number' ? CODE_OF_HTTP[c.status] : c.status,
+            outcome:
+              typeof c.status === 'number' ? CODE_OF_HTTP[c.status] : (CODE_OF_REJECT[c.status] ?? c.status),
             via: c.via,
           },
         ]);
@@ -1304,6 +2100,81 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
     expect(all.map((j) => j.job_id)).toEqual(
       expect.arrayContaining(['deep-rest', 'deep-grpc', 'deep-kafka']),
     );
+  });
+
+  it('accepts the crafted page tokens with the filters they were issued for (they differ only in those)', async () => {
+    const token = (filters: Record<string, string | Record<string, string>>) =>
+      pageToken({ k: 'jobs', after: 'a', f: filtersDigest({ tenant_id: 'acme', ...filters }) });
+    for (const [filters, query] of [
+      [{ job_id_prefix: 'a' }, 'job_id_prefix=a'],
+      [{ target_type: 'webhook' }, 'target_type=webhook'],
+      [{ label_not: { team: 'x' } }, 'label_selector=team!=x'],
+      [{ label: { team: 'b' } }, 'label_selector=team=b'],
+    ] as const)
+      expect((await http('GET', `/v1/jobs?${query}&page_token=${token(filters)}`)).status).toBe(200);
+  });
+
+  it('audits a refused Kafka UPSERT once, however often the same command comes back', async () => {
+    const c = command('UPSERT', 'k-copies', avroJob({ labels: { team: 'a\u0000' } }));
+    const value = await registry.encode(schemaId, c);
+    await producer.send({ topic, messages: [{ key: 'k-copies', value }] });
+    await producer.send({
+      topic,
+      messages: [
+        { key: 'k-copies', value },
+        { key: 'k-copies', value },
+      ],
+    });
+    const copies = await eventually(
+      'three rejections of the same command',
+      () => {
+        const seen = rejected.messages.filter((m) => m.value?.equals(value));
+        return seen.length >= 3 ? seen : undefined;
+      },
+      60_000,
+    );
+    expect(copies.map((m) => m.headers['tickwork-reject-code'])).toEqual([
+      'INVALID_JOB',
+      'INVALID_JOB',
+      'INVALID_JOB',
+    ]);
+    expect(copies[1]!.headers['tickwork-reject-reason']).toMatch(/^rejected before, as INVALID_JOB/);
+    const audit = await db.query<{ action: string; outcome: string }>(
+      `SELECT action, outcome FROM audit_events WHERE details->>'command_id' = $1`,
+      [c.command_id],
+    );
+    expect(audit.rows).toEqual([{ action: 'UpsertJob', outcome: 'INVALID_ARGUMENT' }]);
+  });
+
+  it('takes the body-less operations with any body, as before (only JSON operations check the media type)', async () => {
+    const r = await http('POST', '/v1/jobs/seed-1/resume', {
+      raw: 'ignored',
+      headers: { 'content-type': 'text/plain' },
+    });
+    expect(r.status).toBe(200);
+    expect(r.body.status).toBe('SCHEDULED');
+  });
+
+  it('logged no error while refusing all of the above: every refusal was foreseen, none an internal error', () => {
+    // The apps log JSON lines with the level by name.
+    const errors = apps.flatMap((a) =>
+      a.output.filter((l) => /"level":"(error|fatal)"/.test(l)).map((l) => `${a.name}: ${l.slice(0, 400)}`),
+    );
+    expect(errors).toEqual([]);
+    // The check reads what it thinks it reads: the rejected commands' warnings are there.
+    expect(apps.some((a) => a.output.some((l) => /"level":"warn".*rejected \(INVALID_JOB\)/.test(l)))).toBe(
+      true,
+    );
+  });
+
+  it('serves a call that carries 100 KB of metadata with a valid token (was INTERNAL)', async () => {
+    const metadata = Object.fromEntries(
+      Array.from({ length: 10 }, (_, i) => [`x-meta-${i}`, 'x'.repeat(10 * 1024)]),
+    );
+    const listed = await grpc.call('ListJobs', {}, { metadata });
+    expect(listed.ok && (listed.res.jobs as Msg[]).some((j) => j.job_id === 'seed-1')).toBe(true);
+    const created = await grpc.call('CreateJob', { job: protoJob({ job_id: 'big-metadata' }) }, { metadata });
+    expect(created.ok && created.res.job_id).toBe('big-metadata');
   });
 
   it('stores secret target headers write-only: masked on every read, kept on update unless replaced', async () => {

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { startApp, type AppProcess } from '../support/apps';
 import { eventually, freePort, isolate, type Isolation } from '../support/env';
+import { OpenApiContract } from '../support/openapi';
 import { WebhookReceiver } from '../support/receiver';
 
 const sha = (t: string) => createHash('sha256').update(t).digest('hex');
@@ -43,8 +44,14 @@ describe('console in a real browser', () => {
   // Script errors and console.error calls; a refused request's own network line is not one (see below).
   const browserErrors: string[] = [];
 
+  let contract: OpenApiContract;
+  /** The document check of each API response the browser received, gathered per test. */
+  const browserChecks: Promise<string[]>[] = [];
+  /** How many of the browser's API responses were checked against the document. */
+  let browserChecked = 0;
+
   const rest = async (method: string, path: string, token: string, body?: unknown) => {
-    const res = await fetch(`${api.url}${path}`, {
+    const res = await contract.fetch(api.url)(`${api.url}${path}`, {
       method,
       headers: {
         authorization: `Bearer ${token}`,
@@ -75,6 +82,7 @@ describe('console in a real browser', () => {
     });
     api = startApp('api', env, await freePort());
     await api.ready();
+    contract = await OpenApiContract.served(api.url);
     const scheduler = startApp('scheduler', env, await freePort());
     const executor = startApp('executor', env, await freePort());
     apps = [api, scheduler, executor];
@@ -90,6 +98,26 @@ describe('console in a real browser', () => {
     page = await context.newPage();
     page.setDefaultTimeout(20_000);
     page.on('pageerror', (e) => browserErrors.push(`pageerror: ${e.message}`));
+    // The console is a client of the REST API too: every answer it gets must be one the document allows.
+    page.on('response', (r) => {
+      if (!new URL(r.url()).pathname.startsWith('/v1/')) return;
+      browserChecks.push(
+        r.text().then(
+          (body) => {
+            browserChecked++;
+            return contract.problems({
+              method: r.request().method(),
+              url: r.url(),
+              status: r.status(),
+              contentType: r.headers()['content-type'] ?? null,
+              body,
+            });
+          },
+          // A body the browser no longer holds (the page moved on) cannot be judged.
+          () => [],
+        ),
+      );
+    });
     page.on('console', (m) => {
       // Chromium logs every non-2xx fetch as "Failed to load resource"; the 400s, 401s and 404s
       // this test provokes on purpose are answers the console shows, not errors of the console.
@@ -100,6 +128,10 @@ describe('console in a real browser', () => {
         browserErrors.push(m.text());
     });
   }, 180_000);
+
+  afterEach(async () => {
+    expect((await Promise.all(browserChecks.splice(0))).flat()).toEqual([]);
+  });
 
   afterAll(async () => {
     await browser?.close();
@@ -475,6 +507,8 @@ describe('console in a real browser', () => {
       expect({ view, unlabelled }).toEqual({ view, unlabelled: [] });
     }
     expect(browserErrors).toEqual([]);
+    // The browser's answers were checked (afterEach), and there were plenty of them.
+    expect(browserChecked).toBeGreaterThan(50);
   });
 });
 

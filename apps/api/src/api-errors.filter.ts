@@ -79,13 +79,31 @@ function bodyParserError(error: unknown):
     length?: unknown;
     charset?: unknown;
     encoding?: unknown;
+    code?: unknown;
+    contentType?: unknown;
   };
-  if (typeof e.status !== 'number' || typeof e.type !== 'string') return undefined;
   const refuse = (status: number, code: string, field: string, message: string) => ({
     status,
     body: { error: code, message: `${field}: ${message}`, violations: [{ field, message }] },
   });
+  // A body that does not inflate as its content-encoding says: zlib's error (Z_DATA_ERROR, …),
+  // which the parser passes on as a 400 without a type.
+  if (e.status === 400 && typeof e.code === 'string' && e.code.startsWith('Z_'))
+    return refuse(
+      400,
+      'INVALID_ARGUMENT',
+      'body',
+      `cannot be decoded as its content-encoding says: ${String(e.message)}`,
+    );
+  if (typeof e.status !== 'number' || typeof e.type !== 'string') return undefined;
   switch (e.type) {
+    case 'content-type.unsupported':
+      return refuse(
+        415,
+        'INVALID_ARGUMENT',
+        'content-type',
+        `${typeof e.contentType === 'string' ? e.contentType : '(none)'} is not supported; send application/json`,
+      );
     case 'entity.too.large':
       return refuse(
         413,

@@ -1,5 +1,13 @@
 /** Wiring of the API app: config → database → repositories → jobs services → REST and gRPC controllers. */
-import { Inject, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
+import {
+  Inject,
+  Module,
+  RequestMethod,
+  type DynamicModule,
+  type MiddlewareConsumer,
+  type NestModule,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
 import type { ApiListenConfig, TenantRegistry, TickworkConfig } from '@tickwork/config';
 import {
   BulkActionService,
@@ -27,11 +35,12 @@ import { HealthController } from './health.controller';
 import { InsightController } from './rest/insight.controller';
 import { BulkActionsController } from './rest/bulk-actions.controller';
 import { JobsController } from './rest/jobs.controller';
+import { JsonBodyOnly } from './rest/json-body.middleware';
 import { OpenApiController } from './rest/openapi.controller';
 import { API_METRICS, CONFIG, KAFKA_PROBE, LISTEN, POOL, READINESS, TENANTS } from './tokens';
 
 @Module({})
-export class ApiModule implements OnApplicationShutdown {
+export class ApiModule implements NestModule, OnApplicationShutdown {
   constructor(
     @Inject(POOL) private readonly pool: Pool,
     @Inject(KAFKA_PROBE) private readonly kafka: LazyKafkaAdmin,
@@ -132,6 +141,18 @@ export class ApiModule implements OnApplicationShutdown {
         },
       ],
     };
+  }
+
+  /** The operations whose request body is JSON refuse any other media type (415). */
+  configure(consumer: MiddlewareConsumer): void {
+    consumer
+      .apply(JsonBodyOnly)
+      .forRoutes(
+        { path: 'v1/jobs', method: RequestMethod.POST },
+        { path: 'v1/jobs/:jobId', method: RequestMethod.PATCH },
+        { path: 'v1/bulk-actions', method: RequestMethod.POST },
+        { path: 'v1/schedules/preview', method: RequestMethod.POST },
+      );
   }
 
   async onApplicationShutdown(): Promise<void> {

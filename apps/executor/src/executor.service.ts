@@ -8,7 +8,7 @@ import {
   type BeforeApplicationShutdown,
   type OnApplicationBootstrap,
 } from '@nestjs/common';
-import type { TickworkConfig } from '@tickwork/config';
+import { ownTopics, type TickworkConfig } from '@tickwork/config';
 import {
   BatchingProducer,
   CoalescingLedger,
@@ -165,14 +165,7 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
       signer: new WebhookSigner(x.webhookSecrets),
       connectionsPerOrigin: x.concurrency,
     });
-    const internalTopics = [
-      c.topics.commands,
-      c.topics.commandsRejected,
-      c.topics.fires,
-      c.topics.fireResults,
-      c.topics.deadLetters,
-      ...c.topics.retryTiers.map((t) => t.topic),
-    ];
+    const internalTopics = ownTopics(c.topics);
     const sink = new KafkaOutcomeSink(batching, messaging.codecs, c.topics);
     const runs = new RunRepository(this.pool, {
       deadAfterMs: x.deadAfterMs,

@@ -24,6 +24,18 @@ export interface TopicNames {
   readonly retryTiers: readonly { readonly topic: string; readonly delayMs: number }[];
 }
 
+/** Every topic Tickwork itself reads or writes: no job's Kafka target may name one (it could forge fires or commands). */
+export function ownTopics(topics: TopicNames): string[] {
+  return [
+    topics.commands,
+    topics.commandsRejected,
+    topics.fires,
+    topics.fireResults,
+    topics.deadLetters,
+    ...topics.retryTiers.map((t) => t.topic),
+  ];
+}
+
 export interface TickworkConfig {
   readonly instanceId: string;
   readonly databaseUrl: string;

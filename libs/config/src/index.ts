@@ -1,4 +1,4 @@
-export { loadConfig } from './config';
+export { loadConfig, ownTopics } from './config';
 export type { TickworkConfig, KafkaConfig, TopicNames } from './config';
 export { ConfigError, EnvReader, parseDuration } from './env';
 export {

@@ -8,6 +8,7 @@ import {
   storedTargetProblem,
 } from './job-wire';
 import { DEFAULT_POLICIES } from './policies';
+import { parseInstant } from './validation';
 import {
   nextFireAfter,
   OccurrenceCursor,
@@ -73,6 +74,24 @@ describe('the instant range', () => {
   it('a schedule whose occurrences all fall after the range is refused, naming start_at', () => {
     expect(violations({ kind: 'cron', expression: '0 0 29 2 *', start_at: '9999-03-01T00:00:00Z' })).toEqual([
       'schedule.start_at: leaves no occurrence before the end of the instant range (1970-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z)',
+    ]);
+  });
+});
+
+describe('instants as text', () => {
+  it('refuses a day its month does not have, instead of moving it into the next month', () => {
+    for (const raw of [
+      '2026-02-29T09:00:00Z',
+      '2026-02-30T09:00:00Z',
+      '2026-04-31T00:00:00+02:00',
+      '2100-02-29T00:00:00Z',
+    ])
+      expect([raw, parseInstant(raw)]).toEqual([raw, undefined]);
+    expect(parseInstant('2028-02-29T09:00:00Z')?.toISOString()).toBe('2028-02-29T09:00:00.000Z');
+    expect(parseInstant('2000-02-29T23:30:00-01:00')?.toISOString()).toBe('2000-03-01T00:30:00.000Z');
+    expect(parseInstant('2026-12-31T23:59:59.999Z')?.toISOString()).toBe('2026-12-31T23:59:59.999Z');
+    expect(violations({ kind: 'once', at: '2026-02-30T09:00:00Z' })).toEqual([
+      expect.stringMatching(/^schedule.at: .*got "2026-02-30T09:00:00Z"$/),
     ]);
   });
 });

@@ -44,3 +44,37 @@ describe('a job definition stays small enough to fire', () => {
     ]);
   });
 });
+
+describe('a target names only what a fire may reach', () => {
+  it('refuses credentials in a webhook URL, which every read would show', () => {
+    for (const url of [
+      'https://user:pw@example.com/h',
+      'https://token@example.com/h',
+      'http://:pw@example.com/',
+    ])
+      expect(violationsOf({ schedule, target: { type: 'webhook', url } })).toEqual([
+        'target.url must not carry credentials (user:password@); put them in a secret header such as Authorization',
+      ]);
+    expect(
+      violationsOf({ schedule, target: { type: 'webhook', url: 'https://example.com/h?x=a@b' } }),
+    ).toEqual([]);
+  });
+
+  it("refuses Kafka's internal topics and Tickwork's own, but not a name that merely looks alike", () => {
+    const limits = { ...DEFAULT_JOB_LIMITS, reservedTopics: ['tickwork.fires', 'tickwork.commands'] };
+    const refused = (topic: string) => {
+      const parsed = parseJobDefinition({ schedule, target: { type: 'kafka', topic } }, { ...ctx, limits });
+      return parsed.ok ? [] : parsed.violations.map((v) => v.field);
+    };
+    for (const topic of [
+      '__consumer_offsets',
+      '__transaction_state',
+      '_schemas',
+      'tickwork.fires',
+      'tickwork.commands',
+    ])
+      expect([topic, refused(topic)]).toEqual([topic, ['target.topic']]);
+    for (const topic of ['_private', 'tickwork.fires.audit', 'orders'])
+      expect([topic, refused(topic)]).toEqual([topic, []]);
+  });
+});

@@ -33,6 +33,8 @@ export interface JobDefinitionLimits {
   readonly maxPayloadBytes: number;
   /** Largest jitter window accepted. */
   readonly maxJitterMs: number;
+  /** Tickwork's own topics (commands, fires, results…), which no Kafka target may name. */
+  readonly reservedTopics?: readonly string[];
 }
 
 export const DEFAULT_JOB_LIMITS: JobDefinitionLimits = {
@@ -103,7 +105,7 @@ export function parseJobDefinition(
     else r.adopt(parsed.violations);
   }
 
-  const target = parseTarget(body.target, r);
+  const target = parseTarget(body.target, r, ctx.limits.reservedTopics ?? []);
   const payload = parsePayload(body.payload, r, ctx.limits.maxPayloadBytes);
   const policies = parsePolicies(body.policies, r.child('policies'), ctx.limits, r);
   const labels = r.stringMap(body.labels, 'labels');
@@ -127,7 +129,7 @@ export function parseJobDefinition(
   return { ok: true, value: { jobId, tenantId, schedule, target, payload, policies, labels } };
 }
 
-function parseTarget(raw: unknown, r: FieldReader): Target | undefined {
+function parseTarget(raw: unknown, r: FieldReader, reservedTopics: readonly string[]): Target | undefined {
   const t = r.object(raw, 'target', true);
   if (!t) return undefined;
   const type = r.oneOf(t.type, 'target.type', TARGET_TYPES);
@@ -154,10 +156,25 @@ function parseTarget(raw: unknown, r: FieldReader): Target | undefined {
     const url = r.string(t.url, 'target.url', { required: true, maxLength: TARGET_LIMITS.urlChars });
     if (url !== undefined && !isHttpUrl(url))
       r.fail('target.url', 'must be an absolute http:// or https:// URL');
+    // A fetch refuses such a URL at every fire, and every read would show the password.
+    else if (url !== undefined && hasUserInfo(url))
+      r.fail(
+        'target.url',
+        'must not carry credentials (user:password@); put them in a secret header such as Authorization',
+      );
     const method = r.oneOf(t.method, 'target.method', HTTP_METHODS, 'POST');
     const timeoutMs = r.integer(t.timeout_ms ?? 10_000, 'target.timeout_ms', { min: 100, max: 15 * 60_000 });
     const range = parseStatusRange(t.success_status, r);
-    if (!url || !isHttpUrl(url) || !method || !headers || timeoutMs === undefined || !range) return undefined;
+    if (
+      !url ||
+      !isHttpUrl(url) ||
+      hasUserInfo(url) ||
+      !method ||
+      !headers ||
+      timeoutMs === undefined ||
+      !range
+    )
+      return undefined;
     return { type, url, method, headers, timeoutMs, successStatus: range };
   }
   if (type === 'kafka') {
@@ -167,11 +184,16 @@ function parseTarget(raw: unknown, r: FieldReader): Target | undefined {
       pattern: /^[A-Za-z0-9._-]{1,249}$/,
       hint: 'must be a valid Kafka topic name',
     });
+    // The executor refuses these at every fire (they could forge fires or commands): refused now instead.
+    const internal =
+      topic !== undefined &&
+      (topic.startsWith('__') || topic === '_schemas' || reservedTopics.includes(topic));
+    if (internal) r.fail('target.topic', 'is internal to Kafka or Tickwork: no job may publish to it');
     const key =
       t.key === undefined || t.key === null
         ? null
         : r.string(t.key, 'target.key', { maxLength: TARGET_LIMITS.keyChars });
-    if (!topic || key === undefined || !headers) return undefined;
+    if (!topic || internal || key === undefined || !headers) return undefined;
     return { type, topic, key, headers };
   }
   return undefined;
@@ -190,6 +212,12 @@ function parseStatusRange(raw: unknown, r: FieldReader): { min: number; max: num
     return undefined;
   }
   return { min, max };
+}
+
+/** Whether an http(s) URL carries a user name or password. */
+function hasUserInfo(raw: string): boolean {
+  const u = new URL(raw);
+  return u.username !== '' || u.password !== '';
 }
 
 function isHttpUrl(raw: string): boolean {

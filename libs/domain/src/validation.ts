@@ -216,8 +216,17 @@ export function storableText(s: string): string {
 
 /** Parses an ISO-8601 timestamp that carries an explicit offset or Z; undefined when it is not one. */
 export function parseInstant(raw: string): Date | undefined {
-  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/i.test(raw))
-    return undefined;
+  const m = /^(\d{4})-(\d{2})-(\d{2})T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/i.exec(raw);
+  if (!m) return undefined;
+  // Date.parse carries a day past its month's end into the next month (2026-02-30 is read as
+  // 2026-03-02): a date that does not exist is refused, not moved.
+  if (Number(m[3]) > daysInMonth(Number(m[1]), Number(m[2]))) return undefined;
   const ms = Date.parse(raw);
   return Number.isNaN(ms) ? undefined : new Date(ms);
+}
+
+/** Days in a month (1-12) of a proleptic Gregorian year; 31 for a month that is not one (Date.parse refuses it). */
+function daysInMonth(year: number, month: number): number {
+  const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
+  return [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1] ?? 31;
 }

@@ -15,6 +15,7 @@ import {
   JOB_ID_PATTERN,
   shardOfKey,
   TENANT_ID_PATTERN,
+  unstorableTextProblem,
   ValidationError,
   type JsonValue,
 } from '@tickwork/domain';
@@ -260,6 +261,12 @@ export class ScheduleCommandHandler {
     const c = decoded.command;
     const bad: string[] = [];
     if (c.commandId.length === 0 || c.commandId.length > 128) bad.push('command_id must be 1-128 characters');
+    // The command id keys the command ledger: text PostgreSQL cannot hold would fail every try.
+    const idProblem = unstorableTextProblem(c.commandId);
+    if (idProblem) bad.push(`command_id ${idProblem}`);
+    // Versions start at 1: no job is ever at 0 or below, so such a guard can only be a mistake.
+    if (c.expectedVersion !== null && !(Number.isSafeInteger(c.expectedVersion) && c.expectedVersion >= 1))
+      bad.push('expected_version must be null or a version (a positive integer)');
     if (!TENANT_ID_PATTERN.test(c.tenantId))
       bad.push('tenant_id must be 1-64 characters of letters, digits, . _ -');
     if (!JOB_ID_PATTERN.test(c.jobId))

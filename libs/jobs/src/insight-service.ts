@@ -2,7 +2,7 @@
  * The console's read models beyond jobs and runs: the cluster's shards, outbox, lag and executors
  * (admin only: it is cluster-wide) and lateness from the run ledger (tenant-scoped).
  */
-import { ValidationError } from '@tickwork/domain';
+import { JOB_ID_PATTERN, ValidationError } from '@tickwork/domain';
 import type {
   ClusterStatsRepository,
   ExecutorInFlight,
@@ -102,11 +102,17 @@ export class InsightService {
     req: { window?: string; tenantId?: string; jobId?: string },
   ): Promise<LatenessReport & { window: keyof typeof LATENESS_WINDOWS }> {
     const window = (req.window || 'hour') as keyof typeof LATENESS_WINDOWS;
-    if (!(window in LATENESS_WINDOWS))
+    // Own keys only: `in` would take "toString" or "__proto__" for a window.
+    if (!Object.hasOwn(LATENESS_WINDOWS, window))
       throw new ValidationError([{ field: 'window', message: 'must be one of hour, day' }]);
     const tenantId = tenantScope(caller, req.tenantId, 'tenant_id');
     let jobId: string | undefined;
     if (req.jobId) {
+      // Checked before the lookup: an id PostgreSQL cannot hold (a NUL) would fail the query.
+      if (!JOB_ID_PATTERN.test(req.jobId))
+        throw new ValidationError([
+          { field: 'job_id', message: 'must be 1-128 characters of letters, digits, . _ : -' },
+        ]);
       visibleJob(caller, req.jobId, await this.jobs.findJob(req.jobId));
       jobId = req.jobId;
     }

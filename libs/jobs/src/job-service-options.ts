@@ -1,4 +1,4 @@
-import type { TenantRegistry, TickworkConfig } from '@tickwork/config';
+import { ownTopics, type TenantRegistry, type TickworkConfig } from '@tickwork/config';
 import { DEFAULT_JOB_LIMITS } from '@tickwork/domain';
 import type { JobServiceOptions } from './job-service';
 
@@ -16,6 +16,8 @@ export function jobServiceOptionsOf(config: TickworkConfig, tenants: TenantRegis
       minIntervalMs: config.api.minIntervalMs,
       maxPayloadBytes: config.api.maxPayloadBytes,
       maxJitterMs: DEFAULT_JOB_LIMITS.maxJitterMs,
+      // A Kafka target may not write to Tickwork's own topics (refused at create, not at fire time).
+      reservedTopics: ownTopics(config.topics),
     },
     quotas: (tenantId) => tenants.quotasFor(tenantId),
   };

@@ -232,6 +232,9 @@ export class JobService {
       !['webhook', 'kafka'].includes(req.targetType)
     )
       throw new ValidationError([{ field: 'target_type', message: 'must be one of webhook, kafka' }]);
+    // Any other prefix merely matches nothing; text PostgreSQL cannot hold would fail the query.
+    const prefixProblem = req.jobIdPrefix ? unstorableTextProblem(req.jobIdPrefix) : undefined;
+    if (prefixProblem) throw new ValidationError([{ field: 'job_id_prefix', message: prefixProblem }]);
     const limit = pageSize(req.pageSize);
     // The token is bound to the effective filters (the tenant scope as resolved, not as asked).
     const filters = {
@@ -370,7 +373,8 @@ export class JobService {
     expectedVersion: number | null,
   ): Promise<Job> {
     const tenantId = tenantScope(caller, undefined, 'tenant_id') ?? 'default';
-    this.parse({ ...raw, job_id: jobId }, tenantId); // refuses a bad job before the row is locked
+    // The job is checked inside the audited change, as every refused mutating call is recorded,
+    // and after the command's ledger stamp, so a copy of a refused command is not recorded twice.
     return this.audited(caller, 'UpsertJob', jobId, { command }, (meta) =>
       this.jobs.mutate(jobId, meta, async (found, tx) => {
         const definition = this.parse(this.withSecretsRestored({ ...raw, job_id: jobId }, found), tenantId);

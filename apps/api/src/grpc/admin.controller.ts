@@ -141,12 +141,13 @@ export class AdminGrpcController {
       md,
       call,
       async (c) => {
-        for (const f of ['action', 'missed'] as const)
-          if (typeof req[f] === 'number')
-            throw new ValidationError([{ field: f, message: `${req[f]} is not a value this API defines` }]);
-        // Proto defaults (0, empty, UNSPECIFIED) mean "not given", as on REST an absent field.
-        const action = str(req.action).replace(/^BULK_ACTION_KIND_/, '');
-        const missed = str(req.missed).replace(/^MISSED_OCCURRENCES_/, '');
+        // Proto defaults (0, empty, UNSPECIFIED) mean "not given", as on REST an absent field. A
+        // number is a value this proto does not define (proto-loader passes it through): it goes on
+        // as its digits, which the request's validation refuses inside the audited call.
+        const enumName = (v: unknown, prefix: RegExp) =>
+          typeof v === 'number' ? String(v) : str(v).replace(prefix, '');
+        const action = enumName(req.action, /^BULK_ACTION_KIND_/);
+        const missed = enumName(req.missed, /^MISSED_OCCURRENCES_/);
         const window = num(req.catch_up_window_ms) ?? Number(req.catch_up_window_ms ?? 0);
         const limit = num(req.catch_up_limit) ?? 0;
         const r = await this.bulk.run(c, {

@@ -186,13 +186,24 @@ export class JobsController {
     @Body() body: unknown,
     @Res({ passthrough: true }) res: Response,
   ): Promise<Wire> {
+    // A malformed dry_run is taken for a dry run asked for: refused, not audited (it would write
+    // nothing). Any other malformed query parameter (one given twice) refuses the call as it is:
+    // audited unless it is a dry run.
     const dryRun = bool(q, 'dry_run');
+    let queryError: ValidationError | undefined;
+    try {
+      for (const name of ['update_mask', 'dry_run_count']) one(q, name);
+    } catch (e) {
+      if (!(e instanceof ValidationError)) throw e;
+      queryError = e;
+    }
     const caller = dryRun
       ? this.auth.authenticate(authz, 'rest')
       : await this.mutator(authz, 'UpdateJob', jobId);
     // A dry run's refusals are not audited: it writes nothing.
     const refuse = (e: ValidationError): Promise<never> =>
       dryRun ? Promise.reject(e) : this.jobs.refuse(caller, 'UpdateJob', jobId, e);
+    if (queryError) return refuse(queryError);
     if (!body || typeof body !== 'object' || Array.isArray(body))
       return refuse(new ValidationError([{ field: 'body', message: 'must be a JSON object' }]));
     const patch = body as Record<string, unknown>;
