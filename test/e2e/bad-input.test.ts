@@ -2156,9 +2156,13 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
   });
 
   it('logged no error while refusing all of the above: every refusal was foreseen, none an internal error', () => {
-    // The apps log JSON lines with the level by name.
+    // The apps log JSON lines with the level by name. The Kafka client's own lines are not about
+    // input (on a broker that has just started it logs refused coordinator and producer-id
+    // requests at error level, and retries them).
     const errors = apps.flatMap((a) =>
-      a.output.filter((l) => /"level":"(error|fatal)"/.test(l)).map((l) => `${a.name}: ${l.slice(0, 400)}`),
+      a.output
+        .filter((l) => /"level":"(error|fatal)"/.test(l) && !/"msg":"kafkajs: /.test(l))
+        .map((l) => `${a.name}: ${l.slice(0, 400)}`),
     );
     expect(errors).toEqual([]);
     // The check reads what it thinks it reads: the rejected commands' warnings are there.

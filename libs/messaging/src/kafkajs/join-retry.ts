@@ -74,12 +74,12 @@ export function retryGroupJoins(): boolean {
     throw new Error('kafkajs ConsumerGroup lacks joinAndSync: review join-retry.ts');
   const before = p.joinAndSync;
   // A load takes a second or so: asking every 250 ms at most joins within a quarter second of its
-  // end (a JoinGroup is one small request). For about as long as a consumer's other retries: a
-  // coordinator still loading after that is a real outage, and the crash and restart path takes over.
+  // end (a JoinGroup is one small request). A coordinator still loading or missing after 10 s is a
+  // real outage: kafkajs's crash and restart path (a fresh connection and metadata) takes over.
   retryJoinThroughCoordinatorLoads(p as JoiningGroup, {
     initialDelayMs: 100,
     maxDelayMs: 250,
-    giveUpAfterMs: 30_000,
+    giveUpAfterMs: 10_000,
   });
   installed = p.joinAndSync !== before;
   return installed;
