@@ -181,6 +181,18 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
       if (r.ok) return { status: 'OK', named: '' };
       return { status: r.codeName, named: [...r.violations.map((v) => v.field), r.details].join(' | ') };
     };
+  /** gRPC cases refused INVALID_ARGUMENT naming `field`: [name, method, request, field, audited RPC?]. */
+  const addInvalidGrpc = (cases: readonly [string, string, Msg, string, string?][]) => {
+    for (const [name, method, req, field, audited] of cases)
+      add({
+        name: `${method}: ${name}`,
+        via: 'grpc',
+        send: grpcCall(method, req),
+        status: 'INVALID_ARGUMENT',
+        field,
+        ...(audited ? { audited } : {}),
+      });
+  };
   /** A unary call with the request as raw bytes (what a broken or hostile client sends). */
   const grpcRaw = (method: string, bytes: Buffer) => () =>
     new Promise<Outcome>((done) => {
@@ -1748,15 +1760,7 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
       'schedule.cron.time_zone',
     ],
   ];
-  for (const [name, method, req, field, audited] of laterGrpc)
-    add({
-      name: `${method}: ${name}`,
-      via: 'grpc',
-      send: grpcCall(method, req),
-      status: 'INVALID_ARGUMENT',
-      field,
-      ...(audited ? { audited } : {}),
-    });
+  addInvalidGrpc(laterGrpc);
 
   // Numbers JSON can write but a job cannot keep: 1e400 parses to Infinity, which jsonb would
   // store as null; NaN and ±Infinity in a protobuf double the same.
@@ -1909,15 +1913,7 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
       'CreateJob',
     ],
   ];
-  for (const [name, method, req, field, audited] of grpcMore)
-    add({
-      name: `${method}: ${name}`,
-      via: 'grpc',
-      send: grpcCall(method, req),
-      status: 'INVALID_ARGUMENT',
-      field,
-      ...(audited ? { audited } : {}),
-    });
+  addInvalidGrpc(grpcMore);
   // And over Kafka: the envelope's own fields and instants past the Date range.
   const kafkaMore: [string, string, string | RegExp, () => Msg][] = [
     [
