@@ -121,6 +121,12 @@ function libRestrictions(lib) {
       message: `libs/${lib} may import ${row} (LIB_IMPORTS in eslint.config.mjs); its own files relatively.`,
     },
   ];
+  if (lib !== 'domain' && lib !== 'runtime')
+    patterns.push({
+      group: ['@nestjs/*'],
+      message:
+        'Nest is wired by the apps (its shared pieces live in libs/runtime): other libs stay free of it.',
+    });
   if (lib === 'domain')
     patterns.push({
       group: ['@nestjs/*', 'undici', 'node:*', '@opentelemetry/*', 'pino', 'yaml'],

@@ -491,7 +491,7 @@ describe('console in a real browser', () => {
     await open.stop();
   });
 
-  it('is usable from the keyboard, labels every input, and logged no browser errors', async () => {
+  it('is usable from the keyboard, labels every input, has AA contrast, and logged no browser errors', async () => {
     await page.goto(console$('#/jobs'));
     await page.reload();
     await page.locator('table.jobs').waitFor();
@@ -518,12 +518,65 @@ describe('console in a real browser', () => {
           .filter((el) => (el.labels?.length ?? 0) === 0 && !el.getAttribute('aria-label'))
           .map((el) => el.outerHTML.slice(0, 80))`);
       expect({ view, unlabelled }).toEqual({ view, unlabelled: [] });
+      expect({ view, lowContrast: await page.evaluate(LOW_CONTRAST_TEXT) }).toEqual({
+        view,
+        lowContrast: [],
+      });
     }
     expect(browserErrors).toEqual([]);
     // The browser's answers were checked (afterEach), and there were plenty of them.
     expect(browserChecked).toBeGreaterThan(50);
   });
 });
+
+/**
+ * Runs in the page: every visible text below WCAG 2.1 AA contrast (4.5:1, or 3:1 for large text:
+ * 24 px, or 18.66 px bold) against the background it is drawn on, found by compositing the
+ * element's and its ancestors' background colours. Disabled controls are exempt, as WCAG allows.
+ */
+const LOW_CONTRAST_TEXT = `(() => {
+  const rgba = (c) => {
+    const m = c.match(/rgba?\\(([^)]+)\\)/);
+    if (!m) return null;
+    const [r, g, b, a] = m[1].split(/[ ,/]+/).filter(Boolean).map(Number);
+    return [r, g, b, a === undefined || Number.isNaN(a) ? 1 : a];
+  };
+  const over = (top, under) => {
+    const a = top[3];
+    return [0, 1, 2].map((i) => top[i] * a + under[i] * (1 - a)).concat(1);
+  };
+  const backgroundOf = (el) => {
+    const layers = [];
+    for (let e = el; e; e = e.parentElement) {
+      const c = rgba(getComputedStyle(e).backgroundColor);
+      if (c && c[3] > 0) layers.push(c);
+      if (c && c[3] >= 1) break;
+    }
+    return layers.reverse().reduce((under, top) => over(top, under), [255, 255, 255, 1]);
+  };
+  const luminance = ([r, g, b]) => {
+    const lin = (v) => (v /= 255) <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+    return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b);
+  };
+  const found = [];
+  for (const el of document.querySelectorAll('body *')) {
+    const ownText = [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
+    if (!ownText || el.closest(':disabled, [aria-disabled="true"]')) continue;
+    const style = getComputedStyle(el);
+    if (style.visibility === 'hidden' || el.getClientRects().length === 0) continue;
+    const color = rgba(style.color);
+    if (!color) continue;
+    const bg = backgroundOf(el);
+    const fg = over(color, bg);
+    const [hi, lo] = [luminance(fg), luminance(bg)].sort((a, b) => b - a);
+    const ratio = (hi + 0.05) / (lo + 0.05);
+    const size = parseFloat(style.fontSize);
+    const large = size >= 24 || (size >= 18.66 && Number(style.fontWeight) >= 700);
+    if (ratio < (large ? 3 : 4.5))
+      found.push(el.tagName.toLowerCase() + '.' + el.className + ' "' + el.textContent.trim().slice(0, 30) + '" ' + ratio.toFixed(2));
+  }
+  return found;
+})()`;
 
 // Only Jest's own expect is used; playwright-core brings no test runner.
 export {};

@@ -76,7 +76,10 @@ function sourceFiles(dir: string): string[] {
 /** HTTP GET routes an app serves: its own controllers plus the shared MetricsController it mounts. */
 function routesOf(app: string): Set<string> {
   const routes = new Set<string>();
-  const files = [...sourceFiles(join(ROOT, 'apps', app, 'src')), join(ROOT, 'libs/telemetry/src/nest.ts')];
+  const files = [
+    ...sourceFiles(join(ROOT, 'apps', app, 'src')),
+    join(ROOT, 'libs/runtime/src/metrics-controller.ts'),
+  ];
   for (const file of files) {
     const text = readFileSync(file, 'utf8');
     // Each controller's prefix applies to the @Get routes after it, up to the next controller.

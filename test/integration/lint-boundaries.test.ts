@@ -80,6 +80,10 @@ const FIXTURES: Record<string, string> = {
   'libs/scheduling/src/sub/b.ts': "import { domain } from '@tickwork/domain';\nexport const b = domain;\n",
   'libs/scheduling/src/imports-pg.ts': "import { Pool } from 'pg';\nexport const p = Pool;\n",
   'libs/scheduling/src/imports-kafkajs.ts': "import { Kafka } from 'kafkajs';\nexport const k = Kafka;\n",
+  'libs/scheduling/src/imports-nest.ts':
+    "import { Injectable } from '@nestjs/common';\nexport const i = Injectable;\n",
+  'libs/runtime/src/imports-nest.ts':
+    "import { Controller } from '@nestjs/common';\nexport const c = Controller;\n",
   'libs/scheduling/src/relative-lib.ts':
     "import { fireRepository } from '../../store/src/repositories/fire.repository';\nexport const r = fireRepository;\n",
   'libs/scheduling/src/relative-lib-index.ts':
@@ -127,6 +131,11 @@ describe('lint boundaries', () => {
   it('rejects pg and kafkajs outside the lib that owns them', () => {
     expect(rulesOf('libs/scheduling/src/imports-pg.ts')).toEqual(['no-restricted-imports']);
     expect(rulesOf('libs/scheduling/src/imports-kafkajs.ts')).toEqual(['no-restricted-imports']);
+  });
+
+  it('rejects Nest in a lib other than runtime (the apps wire the framework)', () => {
+    expect(rulesOf('libs/scheduling/src/imports-nest.ts')).toEqual(['no-restricted-imports']);
+    expect(rulesOf('libs/runtime/src/imports-nest.ts')).toEqual([]);
   });
 
   it('rejects a relative import into another lib, deep or at its index, and into an app', () => {

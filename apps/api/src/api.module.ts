@@ -17,7 +17,13 @@ import {
   jobServiceOptionsOf,
 } from '@tickwork/jobs';
 import { createKafkaBus } from '@tickwork/messaging';
-import { LazyKafkaAdmin, observeKafkajsPatches, openDatabase } from '@tickwork/runtime';
+import {
+  LazyKafkaAdmin,
+  MetricsController,
+  observeKafkajsPatches,
+  openDatabase,
+  TELEMETRY,
+} from '@tickwork/runtime';
 import {
   BulkRepository,
   ClusterStatsRepository,
@@ -26,7 +32,7 @@ import {
   JobRepository,
   type Pool,
 } from '@tickwork/store';
-import { ApiMetrics, MetricsController, Readiness, TELEMETRY, type Telemetry } from '@tickwork/telemetry';
+import { ApiMetrics, Readiness, type Telemetry } from '@tickwork/telemetry';
 import { Authenticator } from './auth';
 import { AdminGrpcController } from './grpc/admin.controller';
 import { GrpcTelemetryInterceptor } from './grpc/grpc-telemetry.interceptor';

@@ -9,9 +9,9 @@ import {
   type OnApplicationShutdown,
 } from '@nestjs/common';
 import type { TickworkConfig } from '@tickwork/config';
-import { openDatabase } from '@tickwork/runtime';
+import { MetricsController, openDatabase, TELEMETRY } from '@tickwork/runtime';
 import type { Pool } from '@tickwork/store';
-import { MetricsController, TELEMETRY, type Telemetry } from '@tickwork/telemetry';
+import type { Telemetry } from '@tickwork/telemetry';
 import { ExecutorService, type ExecutorStatus } from './executor.service';
 
 const POOL = Symbol('Pool');

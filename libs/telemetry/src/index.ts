@@ -26,7 +26,6 @@ export {
   type AttemptRecord,
   type SkipRecord,
 } from './metrics';
-export { MetricsController, TELEMETRY } from './nest';
 export {
   bindTraceContext,
   boundTraceContext,

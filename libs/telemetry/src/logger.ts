@@ -5,7 +5,6 @@
  * fence_token and tenant (fireLogFields). Payloads, headers and credentials are never logged: the
  * paths below are redacted in case one slips into a log call.
  */
-import type { LoggerService } from '@nestjs/common';
 import pino, { type DestinationStream, type Logger } from 'pino';
 import type { LogFormat, LogLevel } from './config';
 import { boundTraceContext, traceLogFields } from './propagation';
@@ -78,9 +77,11 @@ export function fireLogFields(
 
 /**
  * Nest's LoggerService over pino, so `new Logger(context)` anywhere in an app writes structured
- * lines. A message that is an object is merged into the line (`msg` is its message).
+ * lines. A message that is an object is merged into the line (`msg` is its message). It has
+ * LoggerService's shape without importing Nest: this lib stays free of the framework (the apps
+ * hand it to Nest, which checks the shape where it is used).
  */
-export class PinoNestLogger implements LoggerService {
+export class PinoNestLogger {
   constructor(private readonly root: Logger) {}
 
   // Nest's LoggerService levels, mapped to pino's: log → info, verbose → trace.

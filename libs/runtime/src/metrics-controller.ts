@@ -1,7 +1,7 @@
 /** Nest pieces every app mounts: GET /metrics (Prometheus text format) from the process's telemetry. */
 import { Controller, Get, Inject, Req, Res } from '@nestjs/common';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Telemetry } from './sdk';
+import type { Telemetry } from '@tickwork/telemetry';
 
 /** Injection token of the process's Telemetry. */
 export const TELEMETRY = Symbol('Telemetry');
