@@ -49,7 +49,8 @@ const TICKS_PER_SEC = 100;
 const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN);
 const round1 = (x: number) => Math.round(x * 10) / 10;
 
-function cpuTicks(pid: number): number {
+/** CPU ticks (user + system, 100 a second) a process has used so far; NaN once it is gone. */
+export function cpuTicks(pid: number): number {
   try {
     // Fields after the command name (which may hold spaces): utime is the 14th field, stime the 15th.
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
