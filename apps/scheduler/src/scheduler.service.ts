@@ -54,7 +54,8 @@ import {
   kafkaAttributes,
   linkTo,
   meter,
-  METRICS,
+  SCHEDULER_METRICS,
+  counterOf,
   Readiness,
   SchedulerMetrics,
   SloMetrics,
@@ -489,9 +490,7 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
       new HistoryRepository(this.pool),
       jobServiceOptionsOf(c, this.tenants),
     );
-    const counter = meter().createCounter(METRICS.commands, {
-      description: 'Schedule commands consumed, by outcome (rejected ones by code)',
-    });
+    const counter = counterOf(meter(), SCHEDULER_METRICS.commands);
     return new ScheduleCommandHandler(
       (bytes) => codec.decode(bytes),
       jobs,

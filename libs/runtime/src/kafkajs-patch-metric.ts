@@ -4,14 +4,14 @@
  */
 import type { Meter } from '@opentelemetry/api';
 import { KAFKAJS_PATCHES, kafkajsPatchReport } from '@tickwork/messaging';
-import { meter } from '@tickwork/telemetry';
+import { defineMetric, gaugeOf, meter } from '@tickwork/telemetry';
 
 /** `tickwork_kafkajs_patch_info{patch, applied, kafkajs_version}`: 1 per patch, once installed. */
-export const KAFKAJS_PATCH_INFO = {
+export const KAFKAJS_PATCH_INFO = defineMetric({
   name: 'tickwork.kafkajs.patch_info',
   kind: 'gauge',
   help: 'Each kafkajs patch, with applied="true" when it took effect in this process (always 1).',
-} as const;
+});
 
 const observing = new WeakSet<Meter>();
 
@@ -20,16 +20,14 @@ export function observeKafkajsPatches(): void {
   const m = meter();
   if (observing.has(m)) return;
   observing.add(m);
-  m.createObservableGauge(KAFKAJS_PATCH_INFO.name, { description: KAFKAJS_PATCH_INFO.help }).addCallback(
-    (r) => {
-      const report = kafkajsPatchReport();
-      if (!report) return;
-      for (const patch of KAFKAJS_PATCHES)
-        r.observe(1, {
-          patch,
-          applied: String(report.applied[patch]),
-          kafkajs_version: report.kafkajsVersion,
-        });
-    },
-  );
+  gaugeOf(m, KAFKAJS_PATCH_INFO).addCallback((r) => {
+    const report = kafkajsPatchReport();
+    if (!report) return;
+    for (const patch of KAFKAJS_PATCHES)
+      r.observe(1, {
+        patch,
+        applied: String(report.applied[patch]),
+        kafkajs_version: report.kafkajsVersion,
+      });
+  });
 }
