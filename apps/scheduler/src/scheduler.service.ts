@@ -10,7 +10,7 @@ import {
 } from '@nestjs/common';
 import { loadTenants, type TenantRegistry, type TickworkConfig } from '@tickwork/config';
 import { JobService, jobServiceOptionsOf, ScheduleCommandHandler } from '@tickwork/jobs';
-import { planDueOccurrences, TenantTokenBuckets, type ShardEpoch } from '@tickwork/domain';
+import { planClaimedJob, TenantTokenBuckets, type ShardEpoch } from '@tickwork/domain';
 import {
   CommandCodec,
   isBrokerError,
@@ -190,8 +190,13 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
       herdJitterMs: c.scheduler.herdJitterMs,
       lookaheadMs: c.scheduler.lookaheadMs,
     };
-    const planner: ClaimPlanner = ({ job, previousFireInFlight }, now) =>
-      planDueOccurrences(job, job.nextNominalAt ?? now, now, planOptions, previousFireInFlight);
+    const planner: ClaimPlanner = ({ job, previousFireInFlight }, now) => {
+      // Jobs with business calendars plan through them (CALENDAR_SKIP / CALENDAR_SHIFT).
+      const plan = planClaimedJob(job, job.nextNominalAt ?? now, now, planOptions, previousFireInFlight);
+      if (job.calendars?.length)
+        this.metrics.calendarShifted(job.tenantId, plan.fires.filter((f) => f.calendar).length);
+      return plan;
+    };
     const buckets = this.tenantBuckets();
     const lanes = c.scheduler.claimLanes;
     const ownership = this.ownership;

@@ -17,3 +17,4 @@ export * from './quota';
 export * from './bulk-action';
 export * from './fire-slo';
 export * from './calendar-planner';
+export * from './calendar-wire';

@@ -29,6 +29,7 @@ export const METRICS = {
   enqueueLateness: 'tickwork.fire.enqueue_lateness_seconds',
   startLateness: 'tickwork.fire.start_lateness_seconds',
   occurrencesSkipped: 'tickwork.occurrences.skipped',
+  occurrencesCalendarShifted: 'tickwork.occurrences.calendar_shifted',
   claimsDeferred: 'tickwork.claims.deferred',
   claimsFencedOut: 'tickwork.claims.fenced_out',
   jobsParked: 'tickwork.jobs.parked',
@@ -69,6 +70,7 @@ const KINDS: Record<keyof typeof METRICS, Kind> = {
   enqueueLateness: 'histogram',
   startLateness: 'histogram',
   occurrencesSkipped: 'counter',
+  occurrencesCalendarShifted: 'counter',
   claimsDeferred: 'counter',
   claimsFencedOut: 'counter',
   jobsParked: 'counter',
@@ -164,6 +166,11 @@ export class SchedulerMetrics {
     description: 'Occurrences that did not fire, by tenant and reason (MISFIRE_SKIP, COALESCED, OVERLAP, …)',
     valueType: ValueType.INT,
   });
+  private readonly calendarShiftedCount = this.m.createCounter(METRICS.occurrencesCalendarShifted, {
+    description:
+      'Occurrences a business calendar moved to another day (CALENDAR_SHIFT), by tenant, as the claim planned them',
+    valueType: ValueType.INT,
+  });
   private readonly deferredCount = this.m.createCounter(METRICS.claimsDeferred, {
     description: 'Claim rounds in which a tenant had due work held back, by tenant and reason',
     valueType: ValueType.INT,
@@ -220,6 +227,11 @@ export class SchedulerMetrics {
         [Attr.Tenant]: this.tenants.label(s.tenantId, 0),
         [Attr.Reason]: s.reason,
       });
+  }
+
+  /** Counts occurrences moved by a business calendar (CALENDAR_SHIFT), by tenant. */
+  calendarShifted(tenantId: string, n: number): void {
+    if (n > 0) this.calendarShiftedCount.add(n, { [Attr.Tenant]: this.tenants.label(tenantId, 0) });
   }
 
   /** Counts jobs parked as unplannable. */
