@@ -34,6 +34,7 @@ import {
   BulkRepository,
   ClusterStatsRepository,
   FireRepository,
+  CalendarRepository,
   HistoryRepository,
   isSessionLoss,
   JobRepository,
@@ -489,11 +490,10 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
   private async createCommandHandler(): Promise<ScheduleCommandHandler> {
     const c = this.config;
     const codec = await CommandCodec.connect(c.schemaRegistryUrl, c.topics.commands);
-    const jobs = new JobService(
-      new JobRepository(this.pool),
-      new HistoryRepository(this.pool),
-      jobServiceOptionsOf(c, this.tenants),
-    );
+    const jobs = new JobService(new JobRepository(this.pool), new HistoryRepository(this.pool), {
+      ...jobServiceOptionsOf(c, this.tenants),
+      calendars: new CalendarRepository(this.pool),
+    });
     const counter = meter().createCounter(METRICS.commands, {
       description: 'Schedule commands consumed, by outcome (rejected ones by code)',
     });

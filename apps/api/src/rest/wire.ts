@@ -73,6 +73,14 @@ export function occurrenceJson(o: OccurrenceEntry, jobId: string): Wire {
       enqueued_at: iso(o.enqueuedAt),
       run_status: o.runStatus,
       job_version: o.jobVersion,
+      // CALENDAR_SHIFT: a business calendar moved this occurrence off a closed day.
+      calendar: o.calendarShift
+        ? {
+            reason: 'CALENDAR_SHIFT',
+            ...calendarRefJson(o.calendarShift.calendar),
+            shift_ms: o.calendarShift.shiftMs,
+          }
+        : null,
     };
   }
   return {
@@ -83,7 +91,14 @@ export function occurrenceJson(o: OccurrenceEntry, jobId: string): Wire {
     reason: o.reason,
     recorded_at: o.recordedAt.toISOString(),
     job_version: o.jobVersion,
+    calendar: o.calendar ? { reason: 'CALENDAR_SKIP', ...calendarRefJson(o.calendar) } : null,
   };
+}
+
+/** `name@version` as the ledger records a calendar, as JSON {name, version}. */
+function calendarRefJson(ref: string): { name: string; version: number } {
+  const at = ref.lastIndexOf('@');
+  return { name: ref.slice(0, at), version: Number(ref.slice(at + 1)) };
 }
 
 /** A dry-run update: the job as the edit would leave it, with its `edit_preview`. */
