@@ -12,7 +12,13 @@ import {
   type RetryPolicy,
 } from './policies';
 import { HTTP_METHODS, TARGET_TYPES, type Target } from './target';
-import { FieldReader, unstorableTextProblem, type FieldViolation, type Validated } from './validation';
+import {
+  FieldReader,
+  unstorableTextProblem,
+  ValidationError,
+  type FieldViolation,
+  type Validated,
+} from './validation';
 import { instantRangeProblem, MAX_POLICY_DURATION_MS } from './instant';
 import { JOB_ID_PATTERN, TENANT_ID_PATTERN, type Job, type JobDefinition, type JsonValue } from './job';
 import type { Schedule } from './schedule/schedule';
@@ -361,6 +367,21 @@ function parsePolicies(
 export const MAX_JOB_CALENDARS = 8;
 /** A calendar's name: what jobs refer to it by. */
 export const CALENDAR_NAME_PATTERN = /^[a-z0-9][a-z0-9._-]{0,62}$/;
+
+/**
+ * A preview's (or any request's) calendars and rule, as policies.calendars / policies.calendar_rule
+ * are written, fields named without the policies prefix; undefined when no calendar is named.
+ */
+export function parseCalendarPolicy(
+  names: unknown,
+  rule: unknown,
+): { names: string[]; rule: CalendarRule } | undefined {
+  const r = new FieldReader();
+  const parsed = parseCalendarNames(names, r);
+  const parsedRule = r.oneOf(rule, 'calendar_rule', CALENDAR_RULES, 'SKIP');
+  if (r.violations.length > 0 || !parsed || !parsedRule) throw new ValidationError(r.violations);
+  return parsed.length > 0 ? { names: parsed, rule: parsedRule } : undefined;
+}
 
 /** policies.calendars: distinct calendar names, at most MAX_JOB_CALENDARS. */
 function parseCalendarNames(raw: unknown, r: FieldReader): string[] | undefined {

@@ -7,12 +7,15 @@
 import { createRequire } from 'node:module';
 import {
   calendarNameProblem,
+  CompiledCalendars,
   firstPlannedOccurrence,
+  parseCalendarPolicy,
   parseCalendarDefinition,
   ValidationError,
   type CalendarHoliday,
   type HolidayRequest,
   type HolidaySource,
+  type JobCalendars,
   type StoredCalendar,
 } from '@tickwork/domain';
 import type { CalendarRepository, CalendarWrite } from '@tickwork/store';
@@ -202,6 +205,35 @@ export class CalendarService {
   private found(c: StoredCalendar | null, name: string): StoredCalendar {
     if (!c) throw new NotFoundError(`calendar ${name} not found`);
     return c;
+  }
+
+  /**
+   * A preview's calendars: `names` (a job's policies.calendars) resolved as for a job of the caller's
+   * tenant (an admin: `tenantId`'s, else the shared ones), and the rule; undefined when none named.
+   */
+  async forPreview(
+    caller: Caller,
+    names: unknown,
+    rule: unknown,
+    tenantId?: string,
+  ): Promise<JobCalendars | undefined> {
+    const parsed = parseCalendarPolicy(names, rule);
+    if (!parsed) return undefined;
+    const tenant = tenantScope(caller, tenantId, 'tenant_id');
+    // No tenant is named '': an admin without tenant_id sees the shared calendars only.
+    const found = await this.calendars.resolve(tenant ?? '', parsed.names);
+    const violations = parsed.names.flatMap((n, i) =>
+      found.has(n)
+        ? []
+        : [
+            {
+              field: `calendars[${i}]`,
+              message: `names no calendar ${tenant ? `of tenant ${tenant} ` : ''}nor a shared one`,
+            },
+          ],
+    );
+    if (violations.length > 0) throw new ValidationError(violations);
+    return { calendars: new CompiledCalendars(parsed.names.map((n) => found.get(n)!)), rule: parsed.rule };
   }
 
   /** The calendars the caller may see (its tenant's and the shared ones; an admin: all, or one tenant's and shared). */

@@ -179,5 +179,16 @@ export function previewJson(p: PreviewedFire): Wire {
     ...(p.slotAt !== null
       ? { slot_at: p.slotAt.toISOString(), spread_offset_ms: p.spreadOffsetMs ?? 0 }
       : {}),
+    ...(p.calendar
+      ? {
+          calendar: {
+            reason: p.calendar.reason,
+            name: p.calendar.name,
+            version: p.calendar.version,
+            why: p.calendar.why,
+            ...(p.calendar.shiftMs !== undefined ? { shift_ms: p.calendar.shiftMs } : {}),
+          },
+        }
+      : {}),
   };
 }
