@@ -316,7 +316,7 @@ export class CalendarService {
       const gone = await this.calendars.delete(meta.audit, scope.tenantId, name, (current, users) => {
         if (expected !== undefined && expected !== current.version)
           throw new PreconditionFailedError(
-            `calendar ${name} is at version ${current.version}, not ${expected}`,
+            `calendar ${name} is at version ${current.version}, not ${expected} (etag ${opts.etag})`,
           );
         if (users.count > 0)
           throw new PreconditionFailedError(

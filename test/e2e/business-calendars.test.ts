@@ -1,0 +1,301 @@
+/**
+ * Business calendars end to end against real api, scheduler and executor processes: calendars over
+ * REST (create with holidays generated from date-holidays, get, list, update with If-Match and the
+ * re-plan of the jobs using it, delete refused while in use), tenancy (shared calendars written by
+ * admins only and read by every tenant; a tenant never sees or names another's), the preview through
+ * a calendar, and the scheduler recording CALENDAR_SHIFT (a fire of its own on another occurrence's
+ * instant) and CALENDAR_SKIP in the occurrence ledger with the calendar's name and version. Every
+ * response is checked against the OpenAPI document.
+ */
+import { createHash } from 'node:crypto';
+import { type AppProcess, startPipeline } from '../support/apps';
+import { eventually, isolate, type Isolation } from '../support/env';
+import { contractFetch } from '../support/openapi';
+import { WebhookReceiver } from '../support/receiver';
+
+const sha = (t: string) => createHash('sha256').update(t).digest('hex');
+const ADMIN = 'tok-cal-admin-0123456789abcdef';
+const ACME = 'tok-cal-acme-0123456789abcdef';
+const GLOBEX = 'tok-cal-globex-0123456789abcdef';
+const TENANTS = JSON.stringify({
+  tokens: [
+    { name: 'root', sha256: sha(ADMIN), role: 'admin' },
+    { name: 'acme-user', sha256: sha(ACME), role: 'tenant', tenant: 'acme' },
+    { name: 'globex-user', sha256: sha(GLOBEX), role: 'tenant', tenant: 'globex' },
+  ],
+});
+const DAY = 86_400_000;
+const dateOf = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+
+type Json = Record<string, unknown>;
+
+describe('business calendars (e2e)', () => {
+  let iso: Isolation;
+  let receiver: WebhookReceiver;
+  let apps: AppProcess[] = [];
+  let api: AppProcess;
+  let apiFetch: typeof fetch;
+
+  beforeAll(async () => {
+    iso = isolate('calendars');
+    receiver = await new WebhookReceiver().start();
+    const env = iso.env({
+      TICKWORK_TENANTS: TENANTS,
+      TICKWORK_WEBHOOK_ALLOW: '127.0.0.1',
+      TICKWORK_TICK_MS: '100',
+    });
+    const pipeline = await startPipeline(env);
+    api = pipeline.api;
+    apps = pipeline.all;
+    apiFetch = await contractFetch(api.url);
+  }, 120_000);
+
+  afterAll(async () => {
+    await Promise.all(apps.map((a) => a.stop()));
+    await receiver?.stop();
+    await iso?.dispose();
+  });
+
+  const http = async (
+    method: string,
+    path: string,
+    token: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<{ status: number; headers: Headers; body: Json }> => {
+    const res = await apiFetch(`${api.url}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...headers,
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, headers: res.headers, body: (text ? JSON.parse(text) : null) as Json };
+  };
+  const webhookJob = (id: string, anchor: number, policies: Json) => ({
+    job_id: id,
+    schedule: { kind: 'interval', every_ms: DAY, anchor: new Date(anchor).toISOString() },
+    target: { type: 'webhook', url: receiver.url(`/${id}`) },
+    policies: { misfire: 'FIRE_ALL', ...policies },
+  });
+  const ledger = async (jobId: string) =>
+    (await http('GET', `/v1/jobs/${jobId}/occurrences`, ACME)).body.occurrences as Json[];
+
+  it('calendars over REST: holidays from date-holidays, ETags, tenancy, shared ones for admins', async () => {
+    const created = await http('POST', '/v1/calendars', ACME, {
+      name: 'de-be',
+      description: 'Berlin workdays',
+      holiday_source: { country: 'DE', region: 'BE', years: [2026] },
+      closed_dates: ['2026-12-24'],
+    });
+    expect(created.status).toBe(201);
+    expect(created.headers.get('etag')).toBe('"v1"');
+    expect(created.body).toMatchObject({
+      name: 'de-be',
+      tenant_id: 'acme',
+      shared: false,
+      version: 1,
+      closed_weekdays: ['SUNDAY', 'SATURDAY'],
+      holiday_source: {
+        country: 'DE',
+        region: 'BE',
+        years: [2026],
+        library: 'date-holidays',
+        library_version: '3.37.0',
+      },
+    });
+    const generated = created.body.generated_holidays as { date: string; name: string }[];
+    expect(generated).toContainEqual({ date: '2026-12-25', name: 'Christmas Day' });
+    // Berlin's own: International Women's Day.
+    expect(generated.map((h) => h.date)).toContain('2026-03-08');
+
+    // Tenancy: globex does not see acme's calendar; only an admin writes a shared one.
+    expect((await http('GET', '/v1/calendars/de-be', GLOBEX)).status).toBe(404);
+    const refused = await http('POST', '/v1/calendars?shared=true', GLOBEX, { name: 'us' });
+    expect(refused.status).toBe(403);
+    const shared = await http('POST', '/v1/calendars?shared=true', ADMIN, {
+      name: 'us',
+      holiday_source: { country: 'US', years: [2026, 2027] },
+    });
+    expect(shared.status).toBe(201);
+    expect(shared.body).toMatchObject({ tenant_id: null, shared: true });
+    expect((await http('GET', '/v1/calendars/us', GLOBEX)).body).toMatchObject({ name: 'us', shared: true });
+    const listed = await http('GET', '/v1/calendars', GLOBEX);
+    expect((listed.body.calendars as Json[]).map((c) => c.name)).toEqual(['us']);
+    const acmeList = await http('GET', '/v1/calendars', ACME);
+    expect((acmeList.body.calendars as Json[]).map((c) => c.name)).toEqual(['de-be', 'us']);
+
+    // A stale etag is refused; the right one bumps the version.
+    const stale = await http(
+      'PUT',
+      '/v1/calendars/de-be',
+      ACME,
+      { closed_weekdays: ['SUNDAY'] },
+      { 'if-match': '"v7"' },
+    );
+    expect(stale.status).toBe(412);
+    const updated = await http(
+      'PUT',
+      '/v1/calendars/de-be',
+      ACME,
+      { closed_weekdays: ['SUNDAY'] },
+      { 'if-match': '"v1"' },
+    );
+    expect(updated.status).toBe(200);
+    expect(updated.body).toMatchObject({
+      version: 2,
+      closed_weekdays: ['SUNDAY'],
+      holiday_source: null,
+      replanned_jobs: 0,
+    });
+    expect(updated.headers.get('etag')).toBe('"v2"');
+
+    // A job of globex cannot name acme's calendar.
+    const nosy = await http(
+      'POST',
+      '/v1/jobs',
+      GLOBEX,
+      webhookJob('nosy', Date.now() + DAY, { calendars: ['de-be'] }),
+    );
+    expect(nosy.status).toBe(400);
+    expect(nosy.body.violations).toEqual([
+      { field: 'policies.calendars[0]', message: 'names no calendar of tenant globex nor a shared one' },
+    ]);
+  });
+
+  it('the preview shows moved and skipped occurrences with the calendar and why', async () => {
+    await http('POST', '/v1/calendars', ACME, {
+      name: 'xmas',
+      closed_weekdays: ['SATURDAY', 'SUNDAY'],
+      holidays: [{ date: '2026-12-25', name: 'Christmas Day' }],
+    });
+    const preview = await http('POST', '/v1/schedules/preview', ACME, {
+      schedule: { kind: 'cron', expression: '0 9 * * *', time_zone: 'Europe/Berlin' },
+      from: '2026-12-24T00:00:00Z',
+      count: 4,
+      calendars: ['xmas'],
+      calendar_rule: 'NEXT_BUSINESS_DAY',
+    });
+    expect(preview.status).toBe(200);
+    const fires = preview.body.fires as Json[];
+    expect(fires.map((f) => [f.at, (f.calendar as Json | undefined)?.why ?? null])).toEqual([
+      ['2026-12-24T08:00:00.000Z', null],
+      // Friday (Christmas), Saturday and Sunday all move to Monday 09:00 Berlin.
+      ['2026-12-28T08:00:00.000Z', 'Christmas Day'],
+      ['2026-12-28T08:00:00.000Z', 'Saturday'],
+      ['2026-12-28T08:00:00.000Z', 'Sunday'],
+    ]);
+    expect(fires[1]!.calendar).toEqual({
+      reason: 'CALENDAR_SHIFT',
+      name: 'xmas',
+      version: 1,
+      why: 'Christmas Day',
+      shift_ms: 3 * DAY,
+    });
+    const skipping = await http('POST', '/v1/schedules/preview', ACME, {
+      schedule: { kind: 'cron', expression: '0 9 * * *', time_zone: 'Europe/Berlin' },
+      from: '2026-12-25T00:00:00Z',
+      count: 1,
+      calendars: ['xmas'],
+    });
+    expect((skipping.body.fires as Json[])[0]!.calendar).toMatchObject({
+      reason: 'CALENDAR_SKIP',
+      why: 'Christmas Day',
+    });
+    const unknown = await http('POST', '/v1/schedules/preview', GLOBEX, {
+      schedule: { kind: 'cron', expression: '0 9 * * *' },
+      calendars: ['xmas'],
+    });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.violations).toEqual([
+      { field: 'calendars[0]', message: 'names no calendar of tenant globex nor a shared one' },
+    ]);
+  });
+
+  it('the scheduler records CALENDAR_SHIFT and CALENDAR_SKIP with the calendar version; a change re-plans', async () => {
+    const anchor = Date.now() + 4_000;
+    // "tomorrow-off" closes the day after the anchor's: that occurrence moves back onto the anchor's instant.
+    await http('POST', '/v1/calendars', ACME, {
+      name: 'tomorrow-off',
+      closed_weekdays: [],
+      closed_dates: [dateOf(anchor + DAY)],
+    });
+    await http('POST', '/v1/calendars', ACME, {
+      name: 'today-off',
+      closed_weekdays: [],
+      closed_dates: [dateOf(anchor)],
+    });
+    const shifted = await http(
+      'POST',
+      '/v1/jobs',
+      ACME,
+      webhookJob('cal-shifted', anchor, {
+        calendars: ['tomorrow-off'],
+        calendar_rule: 'PREVIOUS_BUSINESS_DAY',
+      }),
+    );
+    expect(shifted.status).toBe(201);
+    expect(shifted.body.policies).toMatchObject({
+      calendars: ['tomorrow-off'],
+      calendar_rule: 'PREVIOUS_BUSINESS_DAY',
+    });
+    const skipped = await http(
+      'POST',
+      '/v1/jobs',
+      ACME,
+      webhookJob('cal-skipped', anchor, { calendars: ['today-off'] }),
+    );
+    expect(skipped.status).toBe(201);
+
+    // Two fires at the anchor's instant: the job's own occurrence and tomorrow's, moved back a day.
+    const fired = await eventually(
+      'two fires of cal-shifted',
+      async () => {
+        const entries = (await ledger('cal-shifted')).filter((o) => o.outcome === 'FIRED');
+        return entries.length >= 2 ? entries : undefined;
+      },
+      30_000,
+    );
+    expect(fired.map((o) => [o.nominal_time, o.calendar])).toEqual([
+      [
+        new Date(anchor).toISOString(),
+        { reason: 'CALENDAR_SHIFT', name: 'tomorrow-off', version: 1, shift_ms: -DAY },
+      ],
+      [new Date(anchor).toISOString(), null],
+    ]);
+    await eventually(
+      'two deliveries of cal-shifted',
+      async () => (receiver.calls.filter((c) => c.path === '/cal-shifted').length >= 2 ? true : undefined),
+      30_000,
+    );
+
+    const skip = await eventually(
+      'the CALENDAR_SKIP of cal-skipped',
+      async () => (await ledger('cal-skipped')).find((o) => o.reason === 'CALENDAR_SKIP'),
+      30_000,
+    );
+    expect(skip).toMatchObject({
+      outcome: 'SKIPPED',
+      nominal_time: new Date(anchor).toISOString(),
+      occurrences: 1,
+      calendar: { reason: 'CALENDAR_SKIP', name: 'today-off', version: 1 },
+    });
+    expect(receiver.calls.filter((c) => c.path === '/cal-skipped')).toEqual([]);
+
+    // Closing the day after tomorrow re-plans cal-skipped's next occurrence (SKIP: claimed at its own
+    // instant to be recorded) and moves nothing of cal-shifted's; deleting a used calendar is refused.
+    const before = (await http('GET', '/v1/jobs/cal-skipped', ACME)).body;
+    expect(before.next_run_at).toBe(new Date(anchor + DAY).toISOString());
+    const changed = await http('PUT', '/v1/calendars/today-off', ACME, {
+      closed_weekdays: [],
+      closed_dates: [dateOf(anchor), dateOf(anchor + DAY)],
+    });
+    expect(changed.body).toMatchObject({ version: 2, replanned_jobs: 1 });
+    const inUse = await http('DELETE', '/v1/calendars/today-off', ACME);
+    expect(inUse.status).toBe(409);
+    expect(inUse.body.message).toMatch(/used by 1 job\(s\) \(cal-skipped\)/);
+  });
+});
