@@ -8,8 +8,10 @@
  * response is checked against the OpenAPI document.
  */
 import { createHash } from 'node:crypto';
+import { status } from '@grpc/grpc-js';
+import { AdminTestClient } from '../support/admin-client';
 import { type AppProcess, startPipeline } from '../support/apps';
-import { eventually, isolate, type Isolation } from '../support/env';
+import { eventually, freePort, isolate, type Isolation } from '../support/env';
 import { contractFetch } from '../support/openapi';
 import { WebhookReceiver } from '../support/receiver';
 
@@ -35,11 +37,14 @@ describe('business calendars (e2e)', () => {
   let apps: AppProcess[] = [];
   let api: AppProcess;
   let apiFetch: typeof fetch;
+  let grpc: AdminTestClient;
 
   beforeAll(async () => {
     iso = isolate('calendars');
     receiver = await new WebhookReceiver().start();
+    const grpcPort = await freePort();
     const env = iso.env({
+      TICKWORK_GRPC_PORT: String(grpcPort),
       TICKWORK_TENANTS: TENANTS,
       TICKWORK_WEBHOOK_ALLOW: '127.0.0.1',
       TICKWORK_TICK_MS: '100',
@@ -48,9 +53,11 @@ describe('business calendars (e2e)', () => {
     api = pipeline.api;
     apps = pipeline.all;
     apiFetch = await contractFetch(api.url);
+    grpc = new AdminTestClient(`127.0.0.1:${grpcPort}`, ACME);
   }, 120_000);
 
   afterAll(async () => {
+    grpc?.close();
     await Promise.all(apps.map((a) => a.stop()));
     await receiver?.stop();
     await iso?.dispose();
@@ -297,5 +304,93 @@ describe('business calendars (e2e)', () => {
     const inUse = await http('DELETE', '/v1/calendars/today-off', ACME);
     expect(inUse.status).toBe(409);
     expect(inUse.body.message).toMatch(/used by 1 job\(s\) \(cal-skipped\)/);
+  });
+
+  it('calendars over gRPC: CRUD, job policies, preview, the ledger effect, bad input and tenancy', async () => {
+    const created = await grpc.ok('CreateCalendar', {
+      calendar: {
+        name: 'grpc-cal',
+        closed_weekdays: { weekdays: ['SATURDAY', 'SUNDAY'] },
+        holidays: [{ date: '2026-12-25', name: 'Christmas Day' }],
+      },
+    });
+    expect(created).toMatchObject({ name: 'grpc-cal', tenant_id: 'acme', shared: false, version: 1 });
+    expect((created.closed_weekdays as { weekdays: string[] }).weekdays).toEqual(['SUNDAY', 'SATURDAY']);
+    // Unset closed_weekdays: the default weekend; set but empty: no closed weekday.
+    const open = await grpc.ok('CreateCalendar', {
+      calendar: { name: 'grpc-open', closed_weekdays: { weekdays: [] } },
+    });
+    expect((open.closed_weekdays as { weekdays?: string[] }).weekdays ?? []).toEqual([]);
+    const listed = await grpc.ok('ListCalendars', {});
+    expect((listed.calendars as { name: string }[]).map((c) => c.name)).toContain('grpc-cal');
+    expect(await grpc.ok('GetCalendar', { name: 'grpc-cal' })).toMatchObject({ version: 1 });
+
+    const stale = await grpc.call('UpdateCalendar', { calendar: { name: 'grpc-cal' }, etag: 'v9' });
+    expect(stale.ok).toBe(false);
+    expect(!stale.ok && stale.code).toBe(status.FAILED_PRECONDITION);
+    const updated = await grpc.ok('UpdateCalendar', {
+      calendar: {
+        name: 'grpc-cal',
+        closed_weekdays: { weekdays: ['SUNDAY'] },
+        holidays: [{ date: '2026-12-25', name: 'Christmas Day' }],
+      },
+      etag: 'v1',
+    });
+    expect(updated).toMatchObject({ calendar: { version: 2 }, replanned_jobs: 0 });
+
+    const job = await grpc.ok('CreateJob', {
+      job: {
+        job_id: 'grpc-cal-job',
+        schedule: { cron: { expression: '0 9 * * *', time_zone: 'Europe/Berlin' } },
+        target: { kafka: { topic: 'calendar-sink' } },
+        policies: { calendars: ['grpc-cal'], calendar_rule: 'CALENDAR_RULE_NEXT_BUSINESS_DAY' },
+      },
+    });
+    expect(job.policies).toMatchObject({
+      calendars: ['grpc-cal'],
+      calendar_rule: 'CALENDAR_RULE_NEXT_BUSINESS_DAY',
+    });
+
+    const preview = await grpc.ok('PreviewSchedule', {
+      schedule: { cron: { expression: '0 9 * * *', time_zone: 'Europe/Berlin' } },
+      from: { seconds: Date.parse('2026-12-25T00:00:00Z') / 1000 },
+      count: 1,
+      calendars: ['grpc-cal'],
+      calendar_rule: 'CALENDAR_RULE_NEXT_BUSINESS_DAY',
+    });
+    // Version 2 closes Sundays only: Friday's Christmas moves to Saturday 09:00 Berlin.
+    expect((preview.fires as Record<string, unknown>[])[0]!.calendar).toEqual({
+      reason: 'CALENDAR_SHIFT',
+      name: 'grpc-cal',
+      version: 2,
+      why: 'Christmas Day',
+      shift_ms: DAY,
+    });
+
+    // The REST-created job's CALENDAR_SHIFT reads the same over gRPC.
+    const ledgerEntries = (await grpc.ok('ListOccurrences', { job_id: 'cal-shifted' })).occurrences as Record<
+      string,
+      unknown
+    >[];
+    expect(ledgerEntries.map((o) => o.calendar).filter(Boolean)).toContainEqual(
+      expect.objectContaining({ reason: 'CALENDAR_SHIFT', name: 'tomorrow-off', version: 1 }),
+    );
+
+    const bad = await grpc.call('CreateCalendar', {
+      calendar: { name: 'bad', closed_weekdays: { weekdays: ['FUNDAY'] }, closed_dates: ['2026-02-30'] },
+    });
+    expect(!bad.ok && bad.code).toBe(status.INVALID_ARGUMENT);
+    expect(!bad.ok && bad.violations.map((v) => v.field).sort()).toEqual([
+      'calendar.closed_dates[0]',
+      'calendar.closed_weekdays[0]',
+    ]);
+    const shared = await grpc.call('CreateCalendar', { calendar: { name: 'grpc-shared' }, shared: true });
+    expect(!shared.ok && shared.code).toBe(status.PERMISSION_DENIED);
+    expect(
+      (await grpc.as(ADMIN).call('CreateCalendar', { calendar: { name: 'grpc-shared' }, shared: true })).ok,
+    ).toBe(true);
+    expect(await grpc.ok('DeleteCalendar', { name: 'grpc-open' })).toEqual({});
+    const gone = await grpc.call('GetCalendar', { name: 'grpc-open' });
+    expect(!gone.ok && gone.code).toBe(status.NOT_FOUND);
   });
 });
