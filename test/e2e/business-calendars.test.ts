@@ -8,10 +8,16 @@
  * response is checked against the OpenAPI document.
  */
 import { createHash } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { status } from '@grpc/grpc-js';
+// eslint-disable-next-line no-restricted-imports -- the test plays an outside producer, not Tickwork code
+import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
+// eslint-disable-next-line no-restricted-imports -- the test plays an outside producer, not Tickwork code
+import { Kafka, logLevel } from 'kafkajs';
+import { Client as Pg } from 'pg';
 import { AdminTestClient } from '../support/admin-client';
 import { type AppProcess, startPipeline } from '../support/apps';
-import { eventually, freePort, isolate, type Isolation } from '../support/env';
+import { eventually, freePort, isolate, STACK, type Isolation } from '../support/env';
 import { contractFetch } from '../support/openapi';
 import { WebhookReceiver } from '../support/receiver';
 
@@ -392,5 +398,109 @@ describe('business calendars (e2e)', () => {
     expect(await grpc.ok('DeleteCalendar', { name: 'grpc-open' })).toEqual({});
     const gone = await grpc.call('GetCalendar', { name: 'grpc-open' });
     expect(!gone.ok && gone.code).toBe(status.NOT_FOUND);
+  });
+
+  it('Kafka: an Avro UPSERT carries calendars and their rule; an unknown rule or calendar is rejected naming the field', async () => {
+    const topic = `${iso.topicPrefix}.commands`;
+    const registry = new SchemaRegistry({ host: STACK.registryUrl });
+    const schemaId = await registry.getLatestSchemaId(`${topic}-value`);
+    const kafka = new Kafka({
+      clientId: 'calendar-producer',
+      brokers: STACK.kafkaBrokers.split(','),
+      logLevel: logLevel.NOTHING,
+    });
+    const producer = kafka.producer();
+    await producer.connect();
+    const db = new Pg({ connectionString: iso.databaseUrl });
+    await db.connect();
+    const NS = 'io.tickwork.v1';
+    const upsert = (jobId: string, calendars: string[], rule: string, commandId: string) => ({
+      command_id: commandId,
+      type: 'UPSERT',
+      tenant_id: 'acme',
+      job_id: jobId,
+      issued_at: Date.now(),
+      expected_version: null,
+      job: {
+        schedule: {
+          [`${NS}.CronSchedule`]: {
+            expression: '0 9 * * *',
+            time_zone: 'Europe/Berlin',
+            dst_gap: 'AUTO',
+            dst_repeat: 'AUTO',
+            start_at: null,
+            end_at: null,
+            max_fires: null,
+          },
+        },
+        target: {
+          [`${NS}.WebhookTarget`]: {
+            url: 'https://example.com/hook',
+            method: 'POST',
+            headers: {},
+            timeout_ms: 5000,
+            success_status_min: 200,
+            success_status_max: 299,
+          },
+        },
+        payload: null,
+        policies: {
+          misfire: 'FIRE_ONCE',
+          catch_up_window_ms: null,
+          overlap: 'ALLOW',
+          jitter_ms: 0,
+          retry: null,
+          spread_ms: 0,
+          calendars,
+          calendar_rule: rule,
+        },
+        labels: {},
+      },
+    });
+    try {
+      const badRule = randomUUID();
+      const unknown = randomUUID();
+      for (const [jobId, calendars, rule, commandId] of [
+        ['cal-kafka', ['xmas'], 'NEXT_BUSINESS_DAY', randomUUID()],
+        ['cal-kafka-rule', ['xmas'], 'SOMETIMES', badRule],
+        ['cal-kafka-unknown', ['no-such-calendar'], 'SKIP', unknown],
+      ] as const) {
+        await producer.send({
+          topic,
+          messages: [
+            {
+              key: jobId,
+              value: await registry.encode(schemaId, upsert(jobId, [...calendars], rule, commandId)),
+            },
+          ],
+        });
+      }
+      const job = await eventually('the UPSERT applied', async () => {
+        const r = await http('GET', '/v1/jobs/cal-kafka', ACME);
+        return r.status === 200 ? r.body : undefined;
+      });
+      expect(job.policies).toMatchObject({ calendars: ['xmas'], calendar_rule: 'NEXT_BUSINESS_DAY' });
+      const outcome = async (commandId: string) =>
+        eventually(`command ${commandId} rejected`, async () => {
+          const r = await db.query<{ outcome: string; reason: string }>(
+            'SELECT outcome, reason FROM applied_commands WHERE command_id = $1',
+            [commandId],
+          );
+          return r.rows[0];
+        });
+      expect(await outcome(badRule)).toMatchObject({
+        outcome: 'INVALID_JOB',
+        reason: expect.stringContaining('policies.calendar_rule'),
+      });
+      expect(await outcome(unknown)).toMatchObject({
+        outcome: 'INVALID_JOB',
+        reason: expect.stringContaining(
+          'policies.calendars[0]: names no calendar of tenant acme nor a shared one',
+        ),
+      });
+    } finally {
+      await producer.disconnect();
+      await db.end();
+    }
   });
 });
