@@ -8,7 +8,11 @@
  * response is checked against the OpenAPI document.
  */
 import { createHash } from 'node:crypto';
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { status } from '@grpc/grpc-js';
 // eslint-disable-next-line no-restricted-imports -- the test plays an outside producer, not Tickwork code
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
@@ -44,6 +48,7 @@ describe('business calendars (e2e)', () => {
   let api: AppProcess;
   let apiFetch: typeof fetch;
   let grpc: AdminTestClient;
+  let grpcAddress: string;
 
   beforeAll(async () => {
     iso = isolate('calendars');
@@ -59,7 +64,8 @@ describe('business calendars (e2e)', () => {
     api = pipeline.api;
     apps = pipeline.all;
     apiFetch = await contractFetch(api.url);
-    grpc = new AdminTestClient(`127.0.0.1:${grpcPort}`, ACME);
+    grpcAddress = `127.0.0.1:${grpcPort}`;
+    grpc = new AdminTestClient(grpcAddress, ACME);
   }, 120_000);
 
   afterAll(async () => {
@@ -502,5 +508,106 @@ describe('business calendars (e2e)', () => {
       await producer.disconnect();
       await db.end();
     }
+  });
+
+  it('CLI: calendar create|get|list|update|delete, job create --calendar, preview and the ledger show the calendar', async () => {
+    const cli = (args: string[]) =>
+      new Promise<{ code: number; stdout: string; stderr: string }>((done) =>
+        execFile(
+          process.execPath,
+          [resolve(__dirname, '..', '..', 'dist', 'apps', 'cli', 'src', 'main.js'), ...args],
+          {
+            env: { PATH: process.env.PATH ?? '', TICKWORK_SERVER: grpcAddress, TICKWORK_TOKEN: ACME },
+            timeout: 60_000,
+          },
+          (err, stdout, stderr) =>
+            done({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+        ),
+      );
+    const dir = mkdtempSync(join(tmpdir(), 'tickwork-cal-'));
+    const file = (name: string, body: unknown) => {
+      const path = join(dir, name);
+      writeFileSync(path, JSON.stringify(body));
+      return path;
+    };
+    const created = await cli([
+      'calendar',
+      'create',
+      '-f',
+      file('cal.json', { name: 'cli-cal', holiday_source: { country: 'GB', region: 'ENG', years: [2026] } }),
+    ]);
+    expect(created).toMatchObject({ code: 0, stderr: '' });
+    expect(created.stdout.split('\n')[0]).toMatch(/^NAME\s+TENANT\s+VERSION\s+CLOSED_WEEKDAYS\s+HOLIDAYS/);
+    expect(created.stdout).toMatch(
+      /cli-cal\s+acme\s+v1\s+SUNDAY,SATURDAY\s+\d+\s+0\s+0\s+GB-ENG 2026 \(date-holidays 3\.37\.0\)/,
+    );
+    const got = JSON.parse((await cli(['--json', 'calendar', 'get', 'cli-cal'])).stdout) as Json;
+    expect((got.generated_holidays as Json[]).map((h) => h.date)).toContain('2026-12-25');
+    expect((await cli(['calendar', 'list'])).stdout).toContain('cli-cal');
+
+    const job = await cli([
+      'create',
+      '-f',
+      file('job.json', {
+        job_id: 'cli-cal-job',
+        schedule: { kind: 'cron', expression: '0 9 * * *', time_zone: 'Europe/London' },
+        target: { type: 'kafka', topic: 'calendar-sink' },
+      }),
+      '--calendar',
+      'cli-cal',
+      '--calendar-rule',
+      'PREVIOUS_BUSINESS_DAY',
+    ]);
+    expect(job.code).toBe(0);
+    const stored = (await http('GET', '/v1/jobs/cli-cal-job', ACME)).body;
+    expect(stored.policies).toMatchObject({ calendars: ['cli-cal'], calendar_rule: 'PREVIOUS_BUSINESS_DAY' });
+
+    const preview = await cli([
+      'preview',
+      '--cron',
+      '0 9 * * *',
+      '--tz',
+      'Europe/London',
+      '--from',
+      '2026-12-24T00:00:00Z',
+      '-n',
+      '2',
+      '--calendar',
+      'cli-cal',
+      '--calendar-rule',
+      'previous_business_day',
+    ]);
+    expect(preview).toMatchObject({ code: 0, stderr: '' });
+    // Thursday the 24th's own occurrence, then Christmas (Friday) moved back onto it.
+    const rows = preview.stdout.trim().split('\n');
+    expect(rows[0]).toMatch(/^#\s+UTC\s+LOCAL\s+CALENDAR$/);
+    expect(rows[1]).toMatch(/^1\s+2026-12-24T09:00:00.000Z .* -$/);
+    expect(rows[2]).toMatch(/^2\s+2026-12-24T09:00:00.000Z .*SHIFT -1d \(Christmas Day\) cli-cal@v1$/);
+
+    const updated = await cli([
+      'calendar',
+      'update',
+      'cli-cal',
+      '-f',
+      file('cal2.json', { closed_weekdays: ['SUNDAY'] }),
+      '--etag',
+      'v1',
+    ]);
+    expect(updated).toMatchObject({ code: 0, stderr: '' });
+    expect(updated.stdout).toMatch(/cli-cal\s+acme\s+v2\s+SUNDAY\s/);
+    expect(updated.stdout).toContain('re-planned 1 job(s)');
+    const inUse = await cli(['calendar', 'delete', 'cli-cal']);
+    expect(inUse.code).not.toBe(0);
+    expect(inUse.stderr).toContain('used by 1 job(s) (cli-cal-job)');
+
+    // The ledger of the REST test's jobs shows the calendar, its version and the shift.
+    const shiftedLedger = await cli(['occurrences', 'cal-shifted']);
+    expect(shiftedLedger.stdout).toMatch(/FIRED .*CALENDAR_SHIFT tomorrow-off@v1 \(-1d\)/);
+    const skippedLedger = await cli(['occurrences', 'cal-skipped']);
+    expect(skippedLedger.stdout).toMatch(/SKIPPED .*CALENDAR_SKIP until .* CALENDAR_SKIP today-off@v1/);
+
+    await http('DELETE', '/v1/jobs/cli-cal-job', ACME);
+    const deleted = await cli(['calendar', 'delete', 'cli-cal', '--etag', 'v2']);
+    expect(deleted).toMatchObject({ code: 0, stdout: 'deleted calendar cli-cal\n' });
   });
 });
