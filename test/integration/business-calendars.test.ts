@@ -205,5 +205,20 @@ describe('business calendars (store and claim)', () => {
     );
     // The shared "ops" is visible to globex (acme's own "ops" is not).
     expect((await calendars.get(globex, 'ops')).tenantId).toBeNull();
+
+    // globex's job names the shared "ops"; globex's own "ops", created later, comes before it and re-plans the job.
+    const anchor = Date.now() + 3_600_000;
+    await service.createJob(globex, {
+      job_id: 'globex-job',
+      schedule: { kind: 'interval', every_ms: DAY, anchor: new Date(anchor).toISOString() },
+      target: { type: 'kafka', topic: 'sink' },
+      policies: { calendars: ['ops'], calendar_rule: 'NEXT_BUSINESS_DAY' },
+    });
+    expect((await jobs.findJob('globex-job'))!.nextNominalAt?.getTime()).toBe(anchor);
+    await calendars.create(globex, { name: 'ops', closed_weekdays: [], closed_dates: [dateOf(anchor)] });
+    const next = await db.pool.query<{ next_nominal_at: Date }>(
+      `SELECT next_nominal_at FROM jobs WHERE job_id = 'globex-job'`,
+    );
+    expect(next.rows[0]!.next_nominal_at.getTime()).toBe(anchor + DAY);
   });
 });

@@ -143,7 +143,10 @@ export class CalendarService {
     return { tenantId: scope };
   }
 
-  /** Creates a calendar; its holidays are generated now when it has a holiday_source. */
+  /**
+   * Creates a calendar; its holidays are generated now when it has a holiday_source. Jobs that named
+   * the name before (through a shared calendar this one now comes before) are re-planned.
+   */
   async create(caller: Caller, raw: unknown, opts: { shared?: boolean } = {}): Promise<StoredCalendar> {
     const body =
       raw && typeof raw === 'object' && !Array.isArray(raw) ? (raw as Record<string, unknown>) : {};
@@ -169,6 +172,9 @@ export class CalendarService {
           if (current) throw new AlreadyExistsError(`calendar ${name} already exists`);
           return write;
         });
+        // Jobs already naming it (a shared one of that name, which this tenant calendar now shadows)
+        // plan through it from now on.
+        await this.replan(created.tenantId, created.name);
         return created;
       },
     );
