@@ -313,6 +313,16 @@ describe('business calendars (e2e)', () => {
       closed_dates: [dateOf(anchor), dateOf(anchor + DAY)],
     });
     expect(changed.body).toMatchObject({ version: 2, replanned_jobs: 1 });
+    // A dry-run edit to NEXT_BUSINESS_DAY shows the closed day's occurrence moved onto the next one's.
+    const dry = await http('PATCH', '/v1/jobs/cal-skipped?dry_run=true', ACME, {
+      policies: { misfire: 'FIRE_ALL', calendars: ['today-off'], calendar_rule: 'NEXT_BUSINESS_DAY' },
+    });
+    expect(dry.status).toBe(200);
+    const after = (dry.body.edit_preview as { after: { occurrences: Json[] } }).after.occurrences;
+    expect(after.slice(0, 2).map((o) => [o.nominal_time, o.calendar_shift_ms ?? 0])).toEqual([
+      [new Date(anchor + 2 * DAY).toISOString(), DAY],
+      [new Date(anchor + 2 * DAY).toISOString(), 0],
+    ]);
     const inUse = await http('DELETE', '/v1/calendars/today-off', ACME);
     expect(inUse.status).toBe(409);
     expect(inUse.body.message).toMatch(/used by 1 job\(s\) \(cal-skipped\)/);

@@ -340,14 +340,18 @@ export class JobService {
     const definition = this.mergedDefinition(job, patch, mask);
     const claimed = await this.history.listClaimedAhead(jobId, MAX_EDIT_PREVIEW_OCCURRENCES);
     const now = this.now();
-    const impact = previewEdit(job, definition, now, {
+    // Both sides through their business calendars, as the claims will plan them. The stored job's
+    // calendars resolve as they are now (one deleted since, or a shadowing one, counts as it stands).
+    const current = { ...job, calendars: await this.calendarsOf(job).catch(() => undefined) };
+    const edit = { ...definition, calendars: await this.calendarsOf(definition) };
+    const impact = previewEdit(current, edit, now, {
       ...this.opts.claimPlan,
       maxCatchUp: this.opts.claimPlan?.maxCatchUp ?? 100,
       herdJitterMs: this.opts.herdJitterMs,
       count,
       claimed,
     });
-    const state = stateAfterEdit(job, definition, now, this.opts.herdJitterMs);
+    const state = stateAfterEdit(current, edit, now, this.opts.herdJitterMs);
     const edited: Job = {
       ...job,
       ...definition,
@@ -359,6 +363,7 @@ export class JobService {
             nextRunAt: state.next?.scheduledFor ?? null,
             nextNominalAt: state.next?.nominalTime ?? null,
             nextDstShiftMs: state.next?.dstShiftMs ?? 0,
+            nextCalendarShiftMs: state.next?.calendarShiftMs ?? 0,
           }),
     };
     return { current: job, edited, impact, count };

@@ -361,6 +361,7 @@ export function updatePreviewToProto(p: UpdatePreview): Msg {
     nominal_time: timestamp(o.nominalTime),
     scheduled_for: timestamp(o.scheduledFor),
     dst_shift_ms: o.dstShiftMs ?? 0,
+    calendar_shift_ms: o.calendarShiftMs ?? 0,
     catch_up: o.catchUp,
     claimed: o.claimed,
   });

@@ -108,6 +108,7 @@ export function updatePreviewJson(p: UpdatePreview): Wire {
     nominal_time: o.nominalTime.toISOString(),
     scheduled_for: o.scheduledFor.toISOString(),
     dst_shift_ms: o.dstShiftMs ?? 0,
+    ...(o.calendarShiftMs ? { calendar_shift_ms: o.calendarShiftMs } : {}),
     catch_up: o.catchUp,
     claimed: o.claimed,
   });
