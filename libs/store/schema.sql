@@ -88,6 +88,32 @@ CREATE SEQUENCE public.audit_events_id_seq
 ALTER SEQUENCE public.audit_events_id_seq OWNED BY public.audit_events.id;
 
 --
+-- Name: business_calendar_versions; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.business_calendar_versions (
+    tenant_id text,
+    name text NOT NULL,
+    version bigint NOT NULL,
+    definition jsonb,
+    recorded_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+--
+-- Name: business_calendars; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.business_calendars (
+    tenant_id text,
+    name text NOT NULL,
+    version bigint DEFAULT 1 NOT NULL,
+    definition jsonb NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT business_calendars_version_check CHECK ((version > 0))
+);
+
+--
 -- Name: dead_letter_replays; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -164,6 +190,8 @@ CREATE TABLE public.fires (
     dst_shift_ms integer DEFAULT 0 NOT NULL,
     spread_offset_ms bigint DEFAULT 0 NOT NULL,
     job_version bigint,
+    calendar_shift_ms bigint DEFAULT 0 NOT NULL,
+    calendar text,
     CONSTRAINT fires_dst_shift_ms_check CHECK ((dst_shift_ms >= 0)),
     CONSTRAINT fires_trigger_check CHECK ((trigger = ANY (ARRAY['SCHEDULE'::text, 'MANUAL'::text, 'REPLAY'::text])))
 );
@@ -187,6 +215,9 @@ CREATE VIEW public.fire_log AS
     f.batch_id,
     f.dst_shift_ms,
     f.spread_offset_ms,
+    f.job_version,
+    f.calendar_shift_ms,
+    f.calendar,
     b.enqueued_at
    FROM (public.fires f
      JOIN public.fire_batches b ON ((b.batch_id = f.batch_id)));
@@ -272,6 +303,7 @@ CREATE TABLE public.jobs (
     paused_until timestamp with time zone,
     resume_catch_up jsonb,
     pause_resume jsonb,
+    next_calendar_shift_ms bigint DEFAULT 0 NOT NULL,
     CONSTRAINT jobs_check CHECK (((status <> 'SCHEDULED'::text) OR ((next_run_at IS NOT NULL) AND (next_nominal_at IS NOT NULL)))),
     CONSTRAINT jobs_next_dst_shift_ms_check CHECK ((next_dst_shift_ms >= 0)),
     CONSTRAINT jobs_schedule_kind_check CHECK ((schedule_kind = ANY (ARRAY['once'::text, 'interval'::text, 'cron'::text, 'rrule'::text]))),
@@ -293,6 +325,7 @@ CREATE TABLE public.occurrence_skips (
     occurrences bigint NOT NULL,
     recorded_at timestamp with time zone DEFAULT now() NOT NULL,
     job_version bigint,
+    calendar text,
     CONSTRAINT occurrence_skips_occurrences_check CHECK ((occurrences > 0))
 );
 
@@ -546,6 +579,18 @@ CREATE INDEX audit_events_job_idx ON public.audit_events USING btree (job_id, at
 CREATE INDEX audit_events_tenant_idx ON public.audit_events USING btree (tenant_id, at DESC);
 
 --
+-- Name: business_calendar_versions_uq; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE UNIQUE INDEX business_calendar_versions_uq ON public.business_calendar_versions USING btree (COALESCE(tenant_id, ''::text), name, version);
+
+--
+-- Name: business_calendars_name_uq; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE UNIQUE INDEX business_calendars_name_uq ON public.business_calendars USING btree (COALESCE(tenant_id, ''::text), name);
+
+--
 -- Name: fire_batches_outbox_idx; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -564,10 +609,10 @@ CREATE INDEX fire_batches_shard_idx ON public.fire_batches USING btree (shard, b
 CREATE INDEX fires_batch_idx ON public.fires USING btree (batch_id);
 
 --
--- Name: fires_occurrence_shift_uq; Type: INDEX; Schema: public; Owner: -
+-- Name: fires_occurrence_calendar_uq; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE UNIQUE INDEX fires_occurrence_shift_uq ON public.fires USING btree (job_id, nominal_time, dst_shift_ms) WHERE (trigger = 'SCHEDULE'::text);
+CREATE UNIQUE INDEX fires_occurrence_calendar_uq ON public.fires USING btree (job_id, nominal_time, dst_shift_ms, calendar_shift_ms) WHERE (trigger = 'SCHEDULE'::text);
 
 --
 -- Name: idempotency_keys_created_at_idx; Type: INDEX; Schema: public; Owner: -
@@ -604,6 +649,12 @@ CREATE INDEX job_runs_in_flight_idx ON public.job_runs USING btree (lease_owner)
 --
 
 CREATE INDEX job_runs_tenant_finished_idx ON public.job_runs USING btree (tenant_id, created_at) INCLUDE (job_id, status, attempt, scheduled_for, started_at) WHERE (status = ANY (ARRAY['SUCCEEDED'::text, 'DEAD_LETTERED'::text, 'SKIPPED'::text]));
+
+--
+-- Name: jobs_calendars_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX jobs_calendars_idx ON public.jobs USING gin (((policies -> 'calendars'::text))) WHERE (policies ? 'calendars'::text);
 
 --
 -- Name: jobs_due_idx; Type: INDEX; Schema: public; Owner: -

@@ -312,6 +312,7 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
               (SELECT count(*) FROM fires)::text AS fires,
               (SELECT count(*) FROM idempotency_keys)::text AS idempotency_keys,
               (SELECT count(*) FROM applied_commands WHERE outcome = 'APPLIED')::text AS applied_commands,
+              (SELECT md5(coalesce(string_agg(c::text, '|' ORDER BY c.name), '')) FROM business_calendars c) AS calendars,
               (SELECT coalesce(max(id), 0) FROM audit_events)::text AS last_audit`,
     );
     return rows[0]!;
@@ -2013,6 +2014,257 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
     field: /idempotency_key "used-key-grpc" was used for a different CreateJob request/,
     audited: 'CreateJob',
   });
+
+  // Business calendars: a calendar's fields, a job's calendars and rule, a preview's, on every interface.
+  const calendarJob = (policies: Json): Json => webhookJob({ policies });
+  const avroCalendarJob = (calendars: string[], rule: string): Msg => ({
+    ...avroJob(),
+    policies: {
+      misfire: 'FIRE_ONCE',
+      catch_up_window_ms: null,
+      overlap: 'ALLOW',
+      jitter_ms: 0,
+      retry: null,
+      spread_ms: 0,
+      calendars,
+      calendar_rule: rule,
+    },
+  });
+  const restCalendarCases: [string, string, string, unknown, string, string?][] = [
+    [
+      'a calendar name with capitals',
+      'POST',
+      '/v1/jobs',
+      calendarJob({ calendars: ['Ops'] }),
+      'policies.calendars[0]',
+      'CreateJob',
+    ],
+    [
+      'a calendar that does not exist',
+      'POST',
+      '/v1/jobs',
+      calendarJob({ calendars: ['no-such'] }),
+      'policies.calendars[0]',
+      'CreateJob',
+    ],
+    [
+      'a calendar named twice',
+      'POST',
+      '/v1/jobs',
+      calendarJob({ calendars: ['a', 'a'] }),
+      'policies.calendars[1]',
+      'CreateJob',
+    ],
+    [
+      'nine calendars',
+      'POST',
+      '/v1/jobs',
+      calendarJob({ calendars: ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i'] }),
+      'policies.calendars',
+      'CreateJob',
+    ],
+    [
+      'calendar_rule SOMETIMES',
+      'POST',
+      '/v1/jobs',
+      calendarJob({ calendars: ['a'], calendar_rule: 'SOMETIMES' }),
+      'policies.calendar_rule',
+      'CreateJob',
+    ],
+    [
+      'calendars on a once schedule',
+      'POST',
+      '/v1/jobs',
+      webhookJob({ schedule: { kind: 'once', at: '2099-01-01T00:00:00Z' }, policies: { calendars: ['a'] } }),
+      'policies.calendars',
+      'CreateJob',
+    ],
+    [
+      'a calendar closing every weekday',
+      'POST',
+      '/v1/calendars',
+      {
+        name: 'c1',
+        closed_weekdays: ['SUNDAY', 'MONDAY', 'TUESDAY', 'WEDNESDAY', 'THURSDAY', 'FRIDAY', 'SATURDAY'],
+      },
+      'closed_weekdays',
+      'CreateCalendar',
+    ],
+    [
+      'a weekday FUNDAY',
+      'POST',
+      '/v1/calendars',
+      { name: 'c1', closed_weekdays: ['FUNDAY'] },
+      'closed_weekdays[0]',
+      'CreateCalendar',
+    ],
+    [
+      'a closed date 2026-02-30',
+      'POST',
+      '/v1/calendars',
+      { name: 'c1', closed_dates: ['2026-02-30'] },
+      'closed_dates[0]',
+      'CreateCalendar',
+    ],
+    [
+      'an open date that is no date',
+      'POST',
+      '/v1/calendars',
+      { name: 'c1', open_dates: ['soon'] },
+      'open_dates[0]',
+      'CreateCalendar',
+    ],
+    [
+      'a holiday without a name',
+      'POST',
+      '/v1/calendars',
+      { name: 'c1', holidays: [{ date: '2026-12-25' }] },
+      'holidays[0].name',
+      'CreateCalendar',
+    ],
+    [
+      'a country date-holidays does not know',
+      'POST',
+      '/v1/calendars',
+      { name: 'c1', holiday_source: { country: 'XX', years: [2026] } },
+      'holiday_source.country',
+      'CreateCalendar',
+    ],
+    [
+      'a region the country does not have',
+      'POST',
+      '/v1/calendars',
+      { name: 'c1', holiday_source: { country: 'DE', region: 'ZZ', years: [2026] } },
+      'holiday_source.region',
+      'CreateCalendar',
+    ],
+    [
+      'a holiday year 1900',
+      'POST',
+      '/v1/calendars',
+      { name: 'c1', holiday_source: { country: 'DE', years: [1900] } },
+      'holiday_source.years[0]',
+      'CreateCalendar',
+    ],
+    [
+      '21 holiday years',
+      'POST',
+      '/v1/calendars',
+      {
+        name: 'c1',
+        holiday_source: { country: 'DE', years: Array.from({ length: 21 }, (_, i) => 2000 + i) },
+      },
+      'holiday_source.years',
+      'CreateCalendar',
+    ],
+    ['a calendar name with a space', 'POST', '/v1/calendars', { name: 'my cal' }, 'name', 'CreateCalendar'],
+    [
+      'an unknown calendar field',
+      'POST',
+      '/v1/calendars',
+      { name: 'c1', colour: 'red' },
+      'colour',
+      'CreateCalendar',
+    ],
+    ['a calendar renamed by its update', 'PUT', '/v1/calendars/c1', { name: 'c2' }, 'name', 'UpdateCalendar'],
+    [
+      'preview calendar_rule SOMETIMES',
+      'POST',
+      '/v1/schedules/preview',
+      { schedule: { kind: 'interval', every_ms: 60_000 }, calendars: ['a'], calendar_rule: 'SOMETIMES' },
+      'calendar_rule',
+    ],
+    [
+      'preview a calendar that does not exist',
+      'POST',
+      '/v1/schedules/preview',
+      { schedule: { kind: 'interval', every_ms: 60_000 }, calendars: ['no-such'] },
+      'calendars[0]',
+    ],
+  ];
+  for (const [what, method, path, body, field, audited] of restCalendarCases)
+    add({
+      name: `${method} ${path}: ${what}`,
+      via: 'rest',
+      send: rest(method, path, { body }),
+      status: 400,
+      field,
+      ...(audited ? { audited } : {}),
+    });
+  add({
+    name: 'PUT /v1/calendars/c1: an If-Match that is no etag',
+    via: 'rest',
+    send: rest('PUT', '/v1/calendars/c1', { body: {}, headers: { 'if-match': 'yesterday' } }),
+    status: 400,
+    field: 'If-Match',
+    audited: 'UpdateCalendar',
+  });
+  add({
+    name: 'GET /v1/calendars: page_size 501',
+    via: 'rest',
+    send: rest('GET', '/v1/calendars?page_size=501'),
+    status: 400,
+    field: 'page_size',
+  });
+  addInvalidGrpc([
+    [
+      'a holiday date that is no date',
+      'CreateCalendar',
+      { calendar: { name: 'c1', holidays: [{ date: 'tomorrow', name: 'x' }] } },
+      'calendar.holidays[0].date',
+      'CreateCalendar',
+    ],
+    [
+      'a weekday FUNDAY',
+      'CreateCalendar',
+      { calendar: { name: 'c1', closed_weekdays: { weekdays: ['FUNDAY'] } } },
+      'calendar.closed_weekdays[0]',
+      'CreateCalendar',
+    ],
+    ['no calendar name', 'CreateCalendar', { calendar: {} }, 'calendar.name', 'CreateCalendar'],
+    [
+      'a calendar that does not exist',
+      'CreateJob',
+      { job: protoJob({ policies: { calendars: ['no-such'] } }) },
+      'job.policies.calendars[0]',
+      'CreateJob',
+    ],
+    [
+      'calendar_rule 99',
+      'CreateJob',
+      { job: protoJob({ policies: { calendars: ['a'], calendar_rule: 99 } }) },
+      'job.policies.calendar_rule',
+      'CreateJob',
+    ],
+    [
+      'an etag that is no etag',
+      'UpdateCalendar',
+      { calendar: { name: 'c1' }, etag: 'yesterday' },
+      'etag',
+      'UpdateCalendar',
+    ],
+    [
+      'a calendar name with capitals',
+      'PreviewSchedule',
+      { schedule: { interval: { every_ms: 60_000 } }, calendars: ['UPPER'] },
+      'calendars[0]',
+    ],
+    ['page_size 501', 'ListCalendars', { page_size: 501 }, 'page_size'],
+  ]);
+  for (const [what, calendars, rule, field] of [
+    ['calendar_rule SOMETIMES', ['a'], 'SOMETIMES', 'job.policies.calendar_rule'],
+    ['a calendar that does not exist', ['no-such'], 'SKIP', 'job.policies.calendars[0]'],
+    ['a calendar name with capitals', ['Ops'], 'SKIP', 'job.policies.calendars[0]'],
+  ] as const)
+    add({
+      name: `UPSERT: ${what}`,
+      via: 'kafka',
+      send: kafkaCommand(() =>
+        command('UPSERT', `k-cal-${what.length}`, avroCalendarJob([...calendars], rule)),
+      ),
+      status: 'INVALID_JOB',
+      field,
+    });
 
   it(`has a case for every class (${cases.length} cases)`, () => {
     expect(cases.length).toBeGreaterThan(200);

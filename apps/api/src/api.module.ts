@@ -11,6 +11,7 @@ import {
 import type { ApiListenConfig, TenantRegistry, TickworkConfig } from '@tickwork/config';
 import {
   BulkActionService,
+  CalendarService,
   InsightService,
   JobHistoryService,
   JobService,
@@ -26,6 +27,7 @@ import {
 } from '@tickwork/runtime';
 import {
   BulkRepository,
+  CalendarRepository,
   ClusterStatsRepository,
   HistoryRepository,
   InsightRepository,
@@ -40,6 +42,7 @@ import { GrpcHealthController } from './grpc/health.controller';
 import { HealthController } from './health.controller';
 import { InsightController } from './rest/insight.controller';
 import { BulkActionsController } from './rest/bulk-actions.controller';
+import { CalendarsController } from './rest/calendars.controller';
 import { JobsController } from './rest/jobs.controller';
 import { JsonBodyOnly } from './rest/json-body.middleware';
 import { OpenApiController } from './rest/openapi.controller';
@@ -64,6 +67,7 @@ export class ApiModule implements NestModule, OnApplicationShutdown {
       module: ApiModule,
       controllers: [
         JobsController,
+        CalendarsController,
         BulkActionsController,
         InsightController,
         OpenApiController,
@@ -111,9 +115,20 @@ export class ApiModule implements NestModule, OnApplicationShutdown {
         { provide: Authenticator, useFactory: () => new Authenticator(tenants) },
         {
           provide: JobService,
-          useFactory: (jobs: JobRepository, history: HistoryRepository) =>
-            new JobService(jobs, history, jobServiceOptionsOf(config, tenants)),
-          inject: [JobRepository, HistoryRepository],
+          useFactory: (jobs: JobRepository, history: HistoryRepository, calendars: CalendarRepository) =>
+            new JobService(jobs, history, { ...jobServiceOptionsOf(config, tenants), calendars }),
+          inject: [JobRepository, HistoryRepository, CalendarRepository],
+        },
+        {
+          provide: CalendarRepository,
+          useFactory: (pool: Pool) => new CalendarRepository(pool),
+          inject: [POOL],
+        },
+        {
+          provide: CalendarService,
+          useFactory: (calendars: CalendarRepository, service: JobService) =>
+            new CalendarService(calendars, service, { herdJitterMs: config.scheduler.herdJitterMs }),
+          inject: [CalendarRepository, JobService],
         },
         {
           provide: InsightService,
@@ -157,6 +172,8 @@ export class ApiModule implements NestModule, OnApplicationShutdown {
         { path: 'v1/jobs', method: RequestMethod.POST },
         { path: 'v1/jobs/:jobId', method: RequestMethod.PATCH },
         { path: 'v1/bulk-actions', method: RequestMethod.POST },
+        { path: 'v1/calendars', method: RequestMethod.POST },
+        { path: 'v1/calendars/:name', method: RequestMethod.PUT },
         { path: 'v1/schedules/preview', method: RequestMethod.POST },
       );
   }

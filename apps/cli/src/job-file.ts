@@ -129,6 +129,8 @@ function policiesToProto(raw: unknown): Msg {
     tolerance_ms: toleranceOf(p.tolerance_ms),
     slo_metrics: sloMetricsOf(p.slo_metrics),
     spread_ms: p.spread_ms,
+    calendars: p.calendars,
+    calendar_rule: enumOf(p.calendar_rule, 'CALENDAR_RULE_'),
     retry: p.retry === undefined ? undefined : obj(p.retry, 'policies.retry'),
   });
 }
@@ -149,5 +151,39 @@ export function jobToProtoRequest(raw: unknown): Msg {
     payload: 'payload' in j ? toValue(j.payload) : undefined,
     policies: j.policies === undefined ? undefined : policiesToProto(j.policies),
     labels: j.labels,
+  });
+}
+
+const CALENDAR_FIELDS = [
+  'name',
+  'description',
+  'closed_weekdays',
+  'holidays',
+  'closed_dates',
+  'open_dates',
+  'holiday_source',
+];
+
+/** A calendar document (the REST body) → Calendar message; unknown fields are refused. */
+export function calendarToProtoRequest(raw: unknown): Msg {
+  const c = obj(raw, 'the calendar file');
+  const unknown = Object.keys(c).filter((k) => !CALENDAR_FIELDS.includes(k));
+  if (unknown.length > 0)
+    throw new CliError(
+      `the calendar file has unknown fields: ${unknown.join(', ')} (known: ${CALENDAR_FIELDS.join(', ')})`,
+    );
+  const source =
+    c.holiday_source === undefined || c.holiday_source === null
+      ? undefined
+      : obj(c.holiday_source, 'holiday_source');
+  return compact({
+    name: c.name,
+    description: c.description,
+    // Absent: the server's default weekend; a list (even empty) is sent as given.
+    closed_weekdays: c.closed_weekdays === undefined ? undefined : { weekdays: c.closed_weekdays },
+    holidays: c.holidays,
+    closed_dates: c.closed_dates,
+    open_dates: c.open_dates,
+    holiday_source: source,
   });
 }

@@ -9,9 +9,10 @@ import { resolve as resolvePath } from 'node:path';
 import { Command, Option } from 'commander';
 import { parse as parseYaml } from 'yaml';
 import { AdminClient, CliError, type ClientOptions } from './client';
-import { jobToProtoRequest, scheduleToProtoRequest } from './job-file';
+import { calendarToProtoRequest, jobToProtoRequest, scheduleToProtoRequest } from './job-file';
 import {
   printBulkAction,
+  printCalendars,
   printCluster,
   printDeadLetters,
   printLateness,
@@ -137,9 +138,23 @@ program
   .command('create')
   .description('create a job from a YAML or JSON file (the REST body format; - for stdin)')
   .requiredOption('-f, --file <path>', 'job definition file')
-  .action(async (o: { file: string }) =>
-    printJob(out(), await call('CreateJob', { job: jobToProtoRequest(readDocument(o.file)) })),
-  );
+  .option('--calendar <name...>', "business calendars the job's occurrences go through (policies.calendars)")
+  .option(
+    '--calendar-rule <rule>',
+    'on a closed day: SKIP, NEXT_BUSINESS_DAY, PREVIOUS_BUSINESS_DAY or ONLY_CLOSED_DAYS (policies.calendar_rule)',
+  )
+  .action(async (o: { file: string; calendar?: string[]; calendarRule?: string }) => {
+    const job = jobToProtoRequest(readDocument(o.file));
+    if (o.calendar || o.calendarRule) {
+      const policies = (job.policies ?? {}) as Msg;
+      job.policies = {
+        ...policies,
+        ...(o.calendar ? { calendars: o.calendar } : {}),
+        ...(o.calendarRule ? { calendar_rule: `CALENDAR_RULE_${o.calendarRule.toUpperCase()}` } : {}),
+      };
+    }
+    printJob(out(), await call('CreateJob', { job }));
+  });
 
 program
   .command('get')
@@ -266,6 +281,11 @@ program
   .option('--from <iso>', 'start from this instant (default now)')
   .option('--job <job_id>', 'the job the preview is for: places H tokens and herd-window slots')
   .option('--spread <ms>', "a herd window (policies.spread_ms): show each occurrence's slot")
+  .option('--calendar <name...>', 'business calendars to show each occurrence through (moved, skipped)')
+  .option(
+    '--calendar-rule <rule>',
+    'SKIP (default), NEXT_BUSINESS_DAY, PREVIOUS_BUSINESS_DAY or ONLY_CLOSED_DAYS',
+  )
   .action(
     async (o: {
       file?: string;
@@ -279,6 +299,8 @@ program
       from?: string;
       job?: string;
       spread?: string;
+      calendar?: string[];
+      calendarRule?: string;
     }) => {
       let schedule: unknown;
       if (o.file) {
@@ -305,9 +327,85 @@ program
       }
       if (from)
         request.from = { seconds: Math.floor(from.getTime() / 1000), nanos: (from.getTime() % 1000) * 1e6 };
+      if (o.calendar) request.calendars = o.calendar;
+      if (o.calendarRule) request.calendar_rule = `CALENDAR_RULE_${o.calendarRule.toUpperCase()}`;
       printPreview(out(), await call('PreviewSchedule', request));
     },
   );
+
+const calendar = program
+  .command('calendar')
+  .description('business calendars: closed weekdays, holidays, closed and open dates');
+const sharedOption = (c: Command) =>
+  c
+    .option('--shared', 'the shared calendar (written by admins only)')
+    .option('--tenant <id>', "admins: the tenant's calendar");
+sharedOption(
+  calendar
+    .command('create')
+    .description(
+      'create a calendar from a YAML or JSON file (the REST body: name, closed_weekdays, holidays, holiday_source, …)',
+    )
+    .requiredOption('-f, --file <path>', 'calendar file'),
+).action(async (o: { file: string; shared?: boolean; tenant?: string }) =>
+  printCalendars(
+    out(),
+    await call('CreateCalendar', {
+      calendar: {
+        ...calendarToProtoRequest(readDocument(o.file)),
+        ...(o.tenant ? { tenant_id: o.tenant } : {}),
+      },
+      shared: Boolean(o.shared),
+    }),
+  ),
+);
+sharedOption(calendar.command('get').description('show a calendar').argument('<name>')).action(
+  async (name: string, o: { shared?: boolean; tenant?: string }) =>
+    printCalendars(
+      out(),
+      await call('GetCalendar', { name, shared: Boolean(o.shared), tenant_id: o.tenant ?? '' }),
+    ),
+);
+pageOptions(calendar.command('list').description('the calendars you may see').option('--tenant <id>')).action(
+  async (o: { tenant?: string; pageSize?: string; pageToken?: string; all?: boolean }) =>
+    printCalendars(out(), await paged('ListCalendars', { tenant_id: o.tenant ?? '' }, o, 'calendars')),
+);
+sharedOption(
+  calendar
+    .command('update')
+    .description(
+      "replace a calendar's definition from a file (a new version); the jobs using it are re-planned",
+    )
+    .argument('<name>')
+    .requiredOption('-f, --file <path>', 'calendar file')
+    .option('--etag <etag>', 'only if the calendar is still at this etag (v<version>)'),
+).action(async (name: string, o: { file: string; etag?: string; shared?: boolean; tenant?: string }) =>
+  printCalendars(
+    out(),
+    await call('UpdateCalendar', {
+      calendar: { ...calendarToProtoRequest(readDocument(o.file)), name },
+      etag: o.etag ?? '',
+      shared: Boolean(o.shared),
+      tenant_id: o.tenant ?? '',
+    }),
+  ),
+);
+sharedOption(
+  calendar
+    .command('delete')
+    .description('delete a calendar no job uses')
+    .argument('<name>')
+    .option('--etag <etag>', 'only if the calendar is still at this etag'),
+).action(async (name: string, o: { etag?: string; shared?: boolean; tenant?: string }) => {
+  await call('DeleteCalendar', {
+    name,
+    etag: o.etag ?? '',
+    shared: Boolean(o.shared),
+    tenant_id: o.tenant ?? '',
+  });
+  const w = out();
+  w.write(w.json ? JSON.stringify({ deleted: name }) : `deleted calendar ${name}`);
+});
 
 const dlq = program.command('dlq').description('dead letters: fires that exhausted their retries');
 pageOptions(

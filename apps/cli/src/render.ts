@@ -201,8 +201,13 @@ export function printOccurrences(out: Out, res: Msg): void {
         outcome === 'FIRED'
           ? `fence ${String(o.fence_token)} ${strip(o.trigger, 'FIRE_TRIGGER_')} run ${strip(o.run_status, 'RUN_STATUS_')}${o.enqueued_at ? '' : ' (in outbox)'}${Number(o.spread_offset_ms ?? 0) > 0 ? ` slot ${tsText(o.scheduled_for)} (+${String(o.spread_offset_ms)} ms)` : ''}${sloText(o)}`
           : `${String(o.reason)} until ${tsText(o.last_nominal_time)}`;
+      // CALENDAR_SHIFT / CALENDAR_SKIP: which calendar, at which version, moved or closed it.
+      const c = o.calendar as Msg | undefined;
+      const calendar = c
+        ? ` ${String(c.reason)} ${String(c.name)}@v${String(c.version)}${c.reason === 'CALENDAR_SHIFT' ? ` (${shiftText(c.shift_ms)})` : ''}`
+        : '';
       const version = o.job_version === undefined ? '-' : `v${String(o.job_version)}`;
-      return [tsText(o.nominal_time), outcome, String(o.occurrences ?? 1), version, detail];
+      return [tsText(o.nominal_time), outcome, String(o.occurrences ?? 1), version, detail + calendar];
     }),
     more(res),
   );
@@ -242,14 +247,20 @@ export function printPreview(out: Out, res: Msg): void {
   if (res.resolved_expression) out.write(`H resolves to: ${String(res.resolved_expression)}`);
   // With a herd window: the nominal time (UTC, LOCAL), then the slot it fires at and its offset.
   const slots = fires.some((f) => f.slot_at);
+  // With business calendars: what the calendar did to each occurrence, and why.
+  const calendars = fires.some((f) => f.calendar);
   table(
     out,
-    slots ? ['#', 'UTC', 'LOCAL', 'SLOT', 'OFFSET_MS'] : ['#', 'UTC', 'LOCAL'],
+    [
+      ...(slots ? ['#', 'UTC', 'LOCAL', 'SLOT', 'OFFSET_MS'] : ['#', 'UTC', 'LOCAL']),
+      ...(calendars ? ['CALENDAR'] : []),
+    ],
     fires.map((f, i) => [
       String(i + 1),
       tsText(f.at),
       `${String(f.local_time)} ${String(f.time_zone)}`,
       ...(slots ? [tsText(f.slot_at), String(f.spread_offset_ms ?? 0)] : []),
+      ...(calendars ? [calendarText(f.calendar as Msg | undefined)] : []),
     ]),
   );
   if (res.truncated)
@@ -258,6 +269,51 @@ export function printPreview(out: Out, res: Msg): void {
         ? '(the preview looks 100 years ahead at most: the schedule goes on; ask again --from the last one)'
         : '(cut short by the preview work budget: ask again --from the last one for more)',
     );
+}
+
+/** A calendar's effect on a previewed occurrence: `SHIFT +3d (Christmas Day) xmas@v1`, `SKIP (Saturday) …`, or -. */
+function calendarText(c: Msg | undefined): string {
+  if (!c) return '-';
+  const what = c.reason === 'CALENDAR_SHIFT' ? `SHIFT ${shiftText(c.shift_ms)}` : 'SKIP';
+  return `${what} (${String(c.why)}) ${String(c.name)}@v${String(c.version)}`;
+}
+
+/** A calendar shift in days and hours, signed: +2d, -1d, +1d23h. */
+function shiftText(ms: unknown): string {
+  const n = Number(ms ?? 0);
+  const abs = Math.abs(n);
+  const days = Math.floor(abs / 86_400_000);
+  const hours = Math.round((abs % 86_400_000) / 3_600_000);
+  return `${n < 0 ? '-' : '+'}${days}d${hours ? `${hours}h` : ''}`;
+}
+
+/** One business calendar, or a page of them. */
+export function printCalendars(out: Out, res: Msg): void {
+  if (out.json) return out.write(JSON.stringify(plain(res), null, 2));
+  const list = (res.calendars ?? [res.calendar ?? res]) as Msg[];
+  table(
+    out,
+    ['NAME', 'TENANT', 'VERSION', 'CLOSED_WEEKDAYS', 'HOLIDAYS', 'CLOSED', 'OPEN', 'SOURCE'],
+    list.map((c) => {
+      const source = c.holiday_source as Msg | undefined;
+      const hand = (c.holidays as unknown[] | undefined)?.length ?? 0;
+      const generated = (c.generated_holidays as unknown[] | undefined)?.length ?? 0;
+      return [
+        String(c.name),
+        c.shared ? '(shared)' : String(c.tenant_id),
+        `v${String(c.version)}`,
+        ((c.closed_weekdays as Msg | undefined)?.weekdays as string[] | undefined)?.join(',') || '-',
+        String(hand + generated),
+        String((c.closed_dates as unknown[] | undefined)?.length ?? 0),
+        String((c.open_dates as unknown[] | undefined)?.length ?? 0),
+        source && source.country
+          ? `${String(source.country)}${source.region ? `-${String(source.region)}` : ''} ${((source.years as number[]) ?? []).join(',')} (${String(source.library)} ${String(source.library_version)})`
+          : '-',
+      ];
+    }),
+    more(res),
+  );
+  if (res.replanned_jobs !== undefined) out.write(`re-planned ${String(res.replanned_jobs)} job(s)`);
 }
 
 /** Who the server says the caller is. */

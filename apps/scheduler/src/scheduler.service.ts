@@ -10,7 +10,7 @@ import {
 } from '@nestjs/common';
 import { loadTenants, type TenantRegistry, type TickworkConfig } from '@tickwork/config';
 import { JobService, jobServiceOptionsOf, ScheduleCommandHandler } from '@tickwork/jobs';
-import { planDueOccurrences, TenantTokenBuckets, type ShardEpoch } from '@tickwork/domain';
+import { planClaimedJob, TenantTokenBuckets, type ShardEpoch } from '@tickwork/domain';
 import {
   CommandCodec,
   isBrokerError,
@@ -34,6 +34,7 @@ import {
   BulkRepository,
   ClusterStatsRepository,
   FireRepository,
+  CalendarRepository,
   HistoryRepository,
   isSessionLoss,
   JobRepository,
@@ -191,8 +192,13 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
       herdJitterMs: c.scheduler.herdJitterMs,
       lookaheadMs: c.scheduler.lookaheadMs,
     };
-    const planner: ClaimPlanner = ({ job, previousFireInFlight }, now) =>
-      planDueOccurrences(job, job.nextNominalAt ?? now, now, planOptions, previousFireInFlight);
+    const planner: ClaimPlanner = ({ job, previousFireInFlight }, now) => {
+      // Jobs with business calendars plan through them (CALENDAR_SKIP / CALENDAR_SHIFT).
+      const plan = planClaimedJob(job, job.nextNominalAt ?? now, now, planOptions, previousFireInFlight);
+      if (job.calendars?.length)
+        this.metrics.calendarShifted(job.tenantId, plan.fires.filter((f) => f.calendar).length);
+      return plan;
+    };
     const buckets = this.tenantBuckets();
     const lanes = c.scheduler.claimLanes;
     const ownership = this.ownership;
@@ -485,11 +491,10 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
   private async createCommandHandler(): Promise<ScheduleCommandHandler> {
     const c = this.config;
     const codec = await CommandCodec.connect(c.schemaRegistryUrl, c.topics.commands);
-    const jobs = new JobService(
-      new JobRepository(this.pool),
-      new HistoryRepository(this.pool),
-      jobServiceOptionsOf(c, this.tenants),
-    );
+    const jobs = new JobService(new JobRepository(this.pool), new HistoryRepository(this.pool), {
+      ...jobServiceOptionsOf(c, this.tenants),
+      calendars: new CalendarRepository(this.pool),
+    });
     const counter = counterOf(meter(), SCHEDULER_METRICS.commands);
     return new ScheduleCommandHandler(
       (bytes) => codec.decode(bytes),

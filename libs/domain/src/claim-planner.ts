@@ -41,6 +41,13 @@ export interface PlannedOccurrence {
    * occurrence's slot. Lateness is measured from nominalTime; 0 or absent for jobs without a window.
    */
   readonly spreadOffsetMs?: number;
+  /**
+   * How far the job's calendar rule moved this occurrence (nominalTime is the moved instant); with
+   * dstShiftMs it tells apart occurrences moved onto one instant. 0 or absent: not moved.
+   */
+  readonly calendarShiftMs?: number;
+  /** The calendar (`name@version`) whose closed day moved this occurrence (CALENDAR_SHIFT). */
+  readonly calendar?: string;
 }
 
 /** How a job moves its fires off the nominal instant: jitter, or a herd window (spread). */
@@ -53,6 +60,8 @@ export interface DueOccurrencePlan {
     readonly firstNominal: Date;
     readonly lastNominal: Date;
     readonly occurrences: number;
+    /** CALENDAR_SKIP: the calendar (`name@version`) that closed the day. */
+    readonly calendar?: string;
   }[];
   /** The next occurrence (nominal, and when to claim it), or null when the schedule is exhausted. */
   readonly next: PlannedOccurrence | null;

@@ -10,6 +10,12 @@ import {
   type ClaimPlanOptions,
   type PlannedOccurrence,
 } from './claim-planner';
+import {
+  firstCalendarOccurrence,
+  jobCalendarsOf,
+  planCalendarOccurrences,
+  type JobCalendars,
+} from './calendar-planner';
 import type { ClaimableJob, JobDefinition, JobStatus } from './job';
 import { scheduleToWire } from './job-wire';
 import { firstOccurrenceAtOrAfter, nextOccurrenceAfterOccurrence } from './schedule';
@@ -41,7 +47,14 @@ export type EditableJob = Pick<
   | 'tenantId'
   | 'shard'
   | 'fenceToken'
+  | 'nextCalendarShiftMs'
+  | 'calendars'
 >;
+
+/** A definition as an edit reads it, with the business calendars its policies name (resolved) when it names some. */
+export type EditedDefinition = Pick<JobDefinition, 'jobId' | 'schedule' | 'policies'> & {
+  readonly calendars?: ClaimableJob['calendars'];
+};
 
 /** Whether an edit changes when the job fires (its schedule or its jitter): then its cursor restarts. */
 export function editChangesTiming(
@@ -52,7 +65,10 @@ export function editChangesTiming(
   return (
     wire(job.schedule) !== wire(definition.schedule) ||
     job.policies.jitterMs !== definition.policies.jitterMs ||
-    (job.policies.spreadMs ?? 0) !== (definition.policies.spreadMs ?? 0)
+    (job.policies.spreadMs ?? 0) !== (definition.policies.spreadMs ?? 0) ||
+    // A job's business calendars and their rule decide when it fires too.
+    JSON.stringify([job.policies.calendars ?? [], job.policies.calendarRule ?? null]) !==
+      JSON.stringify([definition.policies.calendars ?? [], definition.policies.calendarRule ?? null])
   );
 }
 
@@ -65,11 +81,19 @@ export function editChangesTiming(
  */
 export function stateAfterEdit(
   job: EditableJob,
-  definition: Pick<JobDefinition, 'jobId' | 'schedule' | 'policies'>,
+  definition: EditedDefinition,
   now: Date,
   herdJitterMs: number,
 ): 'keep' | ScheduleCursor {
   if (!editChangesTiming(job, definition) && job.status !== 'COMPLETED') return 'keep';
+  const cal = jobCalendarsOf(definition);
+  if (cal) {
+    const planned = firstCalendarOccurrence(definition, cal, now, herdJitterMs, job.firesCount);
+    return {
+      status: !planned ? 'COMPLETED' : job.status === 'PAUSED' ? 'PAUSED' : 'SCHEDULED',
+      next: planned,
+    };
+  }
   const first = firstOccurrenceAtOrAfter(definition.schedule, now, job.firesCount);
   const next =
     first &&
@@ -163,7 +187,7 @@ export interface EditImpact {
  */
 export function previewEdit(
   job: EditableJob,
-  definition: Pick<JobDefinition, 'jobId' | 'schedule' | 'policies'>,
+  definition: EditedDefinition,
   now: Date,
   opts: ClaimPlanOptions & { readonly count?: number; readonly claimed?: readonly ClaimedAheadFire[] },
 ): EditImpact {
@@ -176,6 +200,7 @@ export function previewEdit(
     ...job,
     schedule: definition.schedule,
     policies: definition.policies,
+    calendars: definition.calendars,
     ...(state === 'keep'
       ? {}
       : {
@@ -183,6 +208,7 @@ export function previewEdit(
           nextRunAt: state.next?.scheduledFor ?? null,
           nextNominalAt: state.next?.nominalTime ?? null,
           nextDstShiftMs: state.next?.dstShiftMs ?? 0,
+          nextCalendarShiftMs: state.next?.calendarShiftMs ?? 0,
         }),
   };
   const claimed = opts.claimed ?? [];
@@ -238,9 +264,12 @@ function withClaimed(side: EditSide, claimed: readonly ClaimedAheadFire[], count
   return { ...side, occurrences: merged.slice(0, count) };
 }
 
-/** An occurrence's identity: its nominal instant and DST shift (two may share an instant under SHIFT). */
-function keyOf(o: Pick<PlannedOccurrence, 'nominalTime' | 'dstShiftMs'>): string {
-  return `${o.nominalTime.getTime()}:${o.dstShiftMs ?? 0}`;
+/**
+ * An occurrence's identity: its nominal instant, DST shift and calendar shift (several may share an
+ * instant: under dst_gap SHIFT, and when a business calendar moves occurrences onto one).
+ */
+function keyOf(o: Pick<PlannedOccurrence, 'nominalTime' | 'dstShiftMs' | 'calendarShiftMs'>): string {
+  return `${o.nominalTime.getTime()}:${o.dstShiftMs ?? 0}:${o.calendarShiftMs ?? 0}`;
 }
 
 /** Whether the job's schedule has the occurrence of a claimed fire (searched from just before it). */
@@ -259,6 +288,8 @@ const NOTHING_DUE = { due: false, catchUpFires: 0, coalesced: 0, skipped: [] } a
 
 /** The next `count` occurrences of a job from `now`, planned by the scheduler's claim planner. */
 function sideOf(job: EditableJob, now: Date, opts: ClaimPlanOptions, count: number): EditSide {
+  const cal = jobCalendarsOf(job);
+  if (cal) return calendarSideOf(job, cal, now, opts, count);
   const paused = job.status === 'PAUSED';
   const out: PreviewedOccurrence[] = [];
   if (job.status === 'COMPLETED' || !job.nextNominalAt || !job.nextRunAt)
@@ -296,6 +327,77 @@ function sideOf(job: EditableJob, now: Date, opts: ClaimPlanOptions, count: numb
     );
     next =
       o && occurrenceAt(job.jobId, job.schedule, job.policies, o.nominal, opts.herdJitterMs, o.dstShiftMs);
+  }
+  return { status: job.status, occurrences: out, due };
+}
+
+/**
+ * sideOf for a job with business calendars: the due part as the scheduler's calendar planner plans it
+ * now, then each next occurrence planned at its own instant (so moved ones and skips come out as the
+ * claims will make them).
+ */
+function calendarSideOf(
+  job: EditableJob,
+  cal: JobCalendars,
+  now: Date,
+  opts: ClaimPlanOptions,
+  count: number,
+): EditSide {
+  const paused = job.status === 'PAUSED';
+  const out: PreviewedOccurrence[] = [];
+  if (job.status === 'COMPLETED' || !job.nextNominalAt || !job.nextRunAt)
+    return { status: job.status, occurrences: out, due: { ...NOTHING_DUE, onResume: paused } };
+  let due: DueOutlook = { ...NOTHING_DUE, onResume: paused };
+  let next: PlannedOccurrence | null = {
+    nominalTime: job.nextNominalAt,
+    scheduledFor: job.nextRunAt,
+    dstShiftMs: job.nextDstShiftMs ?? 0,
+    calendarShiftMs: job.nextCalendarShiftMs ?? 0,
+  };
+  let fires = job.firesCount;
+  const claimable = job as ClaimableJob;
+  if (job.nextRunAt.getTime() <= now.getTime()) {
+    const plan = planCalendarOccurrences(claimable, cal, now, { ...opts, lookaheadMs: 0 });
+    const coalesced = plan.skips.filter((s) => s.reason === 'COALESCED');
+    due = {
+      due: true,
+      onResume: paused,
+      catchUpFires: plan.fires.filter((f) => f.nominalTime.getTime() < now.getTime()).length,
+      coalesced: coalesced.reduce((n, s) => n + s.occurrences, 0),
+      skipped: plan.skips,
+    };
+    for (const f of plan.fires.slice(0, count))
+      out.push({ ...f, catchUp: f.nominalTime.getTime() < now.getTime(), claimed: false });
+    fires += plan.fires.length;
+    next = plan.next;
+  }
+  // Each step plans the occurrences due at the next one's instant: at least one schedule occurrence
+  // a step, so the bound is on steps (a stretch of skipped days costs a step each).
+  for (let steps = 0; next && out.length < count && steps < count * 50; steps++) {
+    const at = new Date(Math.max(next.nominalTime.getTime(), next.scheduledFor.getTime()));
+    const plan = planCalendarOccurrences(
+      {
+        ...claimable,
+        nextNominalAt: next.nominalTime,
+        nextRunAt: next.scheduledFor,
+        nextDstShiftMs: next.dstShiftMs ?? 0,
+        nextCalendarShiftMs: next.calendarShiftMs ?? 0,
+        firesCount: fires,
+        resumeCatchUp: null,
+        policies: { ...job.policies, overlap: 'ALLOW', misfire: 'FIRE_ALL', catchUpWindowMs: null },
+      },
+      cal,
+      at,
+      {
+        ...opts,
+        lookaheadMs: 0,
+        lateToleranceMs: Number.MAX_SAFE_INTEGER,
+        maxCatchUp: Number.MAX_SAFE_INTEGER,
+      },
+    );
+    for (const f of plan.fires) if (out.length < count) out.push({ ...f, catchUp: false, claimed: false });
+    fires += plan.fires.length;
+    next = plan.next;
   }
   return { status: job.status, occurrences: out, due };
 }

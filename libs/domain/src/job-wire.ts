@@ -12,10 +12,17 @@ import {
   type RetryPolicy,
 } from './policies';
 import { HTTP_METHODS, TARGET_TYPES, type Target } from './target';
-import { FieldReader, unstorableTextProblem, type FieldViolation, type Validated } from './validation';
+import {
+  FieldReader,
+  unstorableTextProblem,
+  ValidationError,
+  type FieldViolation,
+  type Validated,
+} from './validation';
 import { instantRangeProblem, MAX_POLICY_DURATION_MS } from './instant';
 import { JOB_ID_PATTERN, TENANT_ID_PATTERN, type Job, type JobDefinition, type JsonValue } from './job';
 import type { Schedule } from './schedule/schedule';
+import { CALENDAR_RULES, type CalendarRule } from './schedule/business-calendar';
 import {
   compileCron,
   compileRrule,
@@ -112,6 +119,11 @@ export function parseJobDefinition(
   if (schedule && policies) {
     const problem = spreadProblem(schedule, policies);
     if (problem) r.fail('policies.spread_ms', problem);
+    if (schedule.kind === 'once' && (policies.calendars?.length ?? 0) > 0)
+      r.fail(
+        'policies.calendars',
+        'apply to recurring schedules (interval, cron or rrule), not a once schedule',
+      );
   }
 
   if (
@@ -302,6 +314,8 @@ function parsePolicies(
       'spread_ms',
       'tolerance_ms',
       'slo_metrics',
+      'calendars',
+      'calendar_rule',
     ],
     'policies',
   );
@@ -320,6 +334,8 @@ function parsePolicies(
       ? null
       : r.integer(p.tolerance_ms, 'tolerance_ms', { min: 0, max: MAX_POLICY_DURATION_MS });
   const sloMetrics = r.boolean(p.slo_metrics, 'slo_metrics', false);
+  const calendars = parseCalendarNames(p.calendars, r);
+  const calendarRule = r.oneOf(p.calendar_rule, 'calendar_rule', CALENDAR_RULES, 'SKIP');
   root.adopt(r);
   if (
     !retry ||
@@ -329,7 +345,9 @@ function parsePolicies(
     spreadMs === undefined ||
     window === undefined ||
     toleranceMs === undefined ||
-    sloMetrics === undefined
+    sloMetrics === undefined ||
+    calendars === undefined ||
+    !calendarRule
   )
     return undefined;
   return {
@@ -341,7 +359,53 @@ function parsePolicies(
     catchUpWindowMs: window,
     ...(toleranceMs !== null ? { toleranceMs } : {}),
     ...(sloMetrics ? { sloMetrics } : {}),
+    ...(calendars.length > 0 ? { calendars, calendarRule } : {}),
   };
+}
+
+/** Most calendars one job may refer to. */
+export const MAX_JOB_CALENDARS = 8;
+/** A calendar's name: what jobs refer to it by. */
+export const CALENDAR_NAME_PATTERN = /^[a-z0-9][a-z0-9._-]{0,62}$/;
+
+/**
+ * A preview's (or any request's) calendars and rule, as policies.calendars / policies.calendar_rule
+ * are written, fields named without the policies prefix; undefined when no calendar is named.
+ */
+export function parseCalendarPolicy(
+  names: unknown,
+  rule: unknown,
+): { names: string[]; rule: CalendarRule } | undefined {
+  const r = new FieldReader();
+  const parsed = parseCalendarNames(names, r);
+  const parsedRule = r.oneOf(rule, 'calendar_rule', CALENDAR_RULES, 'SKIP');
+  if (r.violations.length > 0 || !parsed || !parsedRule) throw new ValidationError(r.violations);
+  return parsed.length > 0 ? { names: parsed, rule: parsedRule } : undefined;
+}
+
+/** policies.calendars: distinct calendar names, at most MAX_JOB_CALENDARS. */
+function parseCalendarNames(raw: unknown, r: FieldReader): string[] | undefined {
+  if (raw === undefined || raw === null) return [];
+  if (!Array.isArray(raw)) {
+    r.fail('calendars', 'must be an array of calendar names');
+    return undefined;
+  }
+  if (raw.length > MAX_JOB_CALENDARS) {
+    r.fail('calendars', `must name at most ${MAX_JOB_CALENDARS} calendars`);
+    return undefined;
+  }
+  const names: string[] = [];
+  raw.forEach((n, i) => {
+    const name = r.string(n, `calendars[${i}]`, {
+      required: true,
+      pattern: CALENDAR_NAME_PATTERN,
+      hint: 'must be a calendar name: lower-case letters, digits, ".", "_" or "-", at most 63',
+    });
+    if (name === undefined) return;
+    if (names.includes(name)) r.fail(`calendars[${i}]`, `names ${name} twice`);
+    names.push(name);
+  });
+  return names.length === raw.length ? names : undefined;
 }
 
 /**
@@ -625,6 +689,10 @@ export function policiesToWire(p: JobPolicies): Record<string, JsonValue> {
     // Written only when set, so jobs that leave the SLO to the deployment read as before.
     ...(typeof p.toleranceMs === 'number' ? { tolerance_ms: p.toleranceMs } : {}),
     ...(p.sloMetrics ? { slo_metrics: true } : {}),
+    // Written only when set, so jobs without calendars read as before.
+    ...(p.calendars && p.calendars.length > 0
+      ? { calendars: [...p.calendars], calendar_rule: p.calendarRule ?? 'SKIP' }
+      : {}),
   };
 }
 
@@ -646,6 +714,12 @@ export function policiesFromWire(w: Record<string, unknown>): JobPolicies {
     spreadMs: (w.spread_ms ?? 0) as number,
     ...(typeof w.tolerance_ms === 'number' ? { toleranceMs: w.tolerance_ms } : {}),
     ...(w.slo_metrics === true ? { sloMetrics: true } : {}),
+    ...(Array.isArray(w.calendars) && w.calendars.length > 0
+      ? {
+          calendars: w.calendars as string[],
+          calendarRule: (w.calendar_rule ?? 'SKIP') as CalendarRule,
+        }
+      : {}),
   };
 }
 

@@ -3,6 +3,7 @@ import type { FenceToken } from './fence';
 import type { ResumeCatchUp } from './bulk-action';
 import type { JobPolicies } from './policies';
 import type { Schedule } from './schedule/schedule';
+import type { BusinessCalendar } from './schedule/business-calendar';
 import type { Target } from './target';
 
 /** JSON value carried as a job's payload. */
@@ -36,6 +37,13 @@ export interface Job extends JobDefinition {
    * nextNominalAt it is the schedule's cursor: two occurrences can share a nominal instant.
    */
   readonly nextDstShiftMs?: number;
+  /**
+   * How far the job's calendar rule moved the next occurrence (NEXT/PREVIOUS_BUSINESS_DAY; 0 or absent:
+   * not moved). The schedule's own point is nextNominalAt − nextCalendarShiftMs.
+   */
+  readonly nextCalendarShiftMs?: number;
+  /** The calendars policies.calendars names, as resolved for the tenant when the job was read for a claim. */
+  readonly calendars?: readonly BusinessCalendar[];
   readonly fenceToken: FenceToken;
   readonly firesCount: number;
   readonly version: number;

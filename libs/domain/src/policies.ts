@@ -1,4 +1,5 @@
 /** Per-job policies: what to do about retries, missed fires, overlapping runs and herds. */
+import type { CalendarRule } from './schedule/business-calendar';
 
 export type MisfirePolicy = 'FIRE_ONCE' | 'FIRE_ALL' | 'SKIP';
 export const MISFIRE_POLICIES: readonly MisfirePolicy[] = ['FIRE_ONCE', 'FIRE_ALL', 'SKIP'];
@@ -39,6 +40,13 @@ export interface JobPolicies {
    * counts from the nominal time, and the slot's offset is recorded beside it. 0 (or absent) = off.
    */
   readonly spreadMs?: number;
+  /**
+   * Business calendars (names of the tenant's own or shared calendars) the job's occurrences go
+   * through; a day is a business day when every one has it open. Empty or absent: none.
+   */
+  readonly calendars?: readonly string[];
+  /** What an occurrence on a closed day does (with calendars): SKIP, NEXT/PREVIOUS_BUSINESS_DAY, ONLY_CLOSED_DAYS. */
+  readonly calendarRule?: CalendarRule;
 }
 
 /** Longest accepted retry backoff (initial or max): 7 days. */

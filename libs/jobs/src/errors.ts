@@ -35,6 +35,14 @@ export class JobNotFoundError extends NotFoundError {
   }
 }
 
+/** What the caller asked to create exists already (a calendar of that name). */
+export class AlreadyExistsError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'AlreadyExistsError';
+  }
+}
+
 /** The call named a tenant, or asked for an operation, that the caller's role does not allow. */
 export class PermissionDeniedError extends Error {
   constructor(message: string) {
@@ -88,7 +96,7 @@ export class IdempotencyKeyReusedError extends Error {
 export function errorCodeOf(e: unknown): ErrorCode {
   if (e instanceof ValidationError) return 'INVALID_ARGUMENT';
   if (e instanceof NotFoundError) return 'NOT_FOUND';
-  if (e instanceof JobAlreadyExistsError) return 'ALREADY_EXISTS';
+  if (e instanceof JobAlreadyExistsError || e instanceof AlreadyExistsError) return 'ALREADY_EXISTS';
   if (
     e instanceof PreconditionFailedError ||
     e instanceof AlreadyReplayedError ||

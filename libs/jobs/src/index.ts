@@ -36,6 +36,7 @@ export {
 export { callerOf, tenantScope, visibleJob, type Caller, type Via } from './caller';
 export {
   errorCodeOf,
+  AlreadyExistsError,
   IdempotencyKeyReusedError,
   JobNotFoundError,
   NotFoundError,
@@ -69,3 +70,12 @@ export {
   decide as decideBulkWindow,
   type BulkActionResult,
 } from './bulk-service';
+export {
+  CalendarService,
+  calendarEtag,
+  calendarVersionOfEtag,
+  generateHolidays,
+  HOLIDAY_LIBRARY,
+  REPLAN_BATCH,
+} from './calendar-service';
+export { type CalendarResolver } from './job-service';

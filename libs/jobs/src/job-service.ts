@@ -10,6 +10,7 @@ import {
   DEFAULT_EDIT_PREVIEW_OCCURRENCES,
   fireIdOf,
   firstOccurrenceAtOrAfter,
+  firstPlannedOccurrence,
   MAX_EDIT_PREVIEW_OCCURRENCES,
   previewEdit,
   stateAfterEdit,
@@ -22,6 +23,7 @@ import {
   shardOf,
   unstorableTextProblem,
   ValidationError,
+  type BusinessCalendar,
   type EditImpact,
   type FireEvent,
   type Job,
@@ -68,6 +70,13 @@ export interface JobServiceOptions {
   readonly claimPlan?: { readonly maxCatchUp: number; readonly lookaheadMs?: number };
   /** The clock used for defaults such as an interval's anchor; due-ness uses the database clock. */
   readonly now?: () => Date;
+  /** Resolves the business calendars jobs name (policies.calendars); absent: jobs may name none. */
+  readonly calendars?: CalendarResolver;
+}
+
+/** Business calendars by name for a tenant: its own before shared ones; names that resolve to none are absent. */
+export interface CalendarResolver {
+  resolve(tenantId: string, names: readonly string[]): Promise<Map<string, BusinessCalendar>>;
 }
 
 /**
@@ -331,14 +340,18 @@ export class JobService {
     const definition = this.mergedDefinition(job, patch, mask);
     const claimed = await this.history.listClaimedAhead(jobId, MAX_EDIT_PREVIEW_OCCURRENCES);
     const now = this.now();
-    const impact = previewEdit(job, definition, now, {
+    // Both sides through their business calendars, as the claims will plan them. The stored job's
+    // calendars resolve as they are now (one deleted since, or a shadowing one, counts as it stands).
+    const current = { ...job, calendars: await this.calendarsOf(job).catch(() => undefined) };
+    const edit = { ...definition, calendars: await this.calendarsOf(definition) };
+    const impact = previewEdit(current, edit, now, {
       ...this.opts.claimPlan,
       maxCatchUp: this.opts.claimPlan?.maxCatchUp ?? 100,
       herdJitterMs: this.opts.herdJitterMs,
       count,
       claimed,
     });
-    const state = stateAfterEdit(job, definition, now, this.opts.herdJitterMs);
+    const state = stateAfterEdit(current, edit, now, this.opts.herdJitterMs);
     const edited: Job = {
       ...job,
       ...definition,
@@ -350,6 +363,7 @@ export class JobService {
             nextRunAt: state.next?.scheduledFor ?? null,
             nextNominalAt: state.next?.nominalTime ?? null,
             nextDstShiftMs: state.next?.dstShiftMs ?? 0,
+            nextCalendarShiftMs: state.next?.calendarShiftMs ?? 0,
           }),
     };
     return { current: job, edited, impact, count };
@@ -415,7 +429,7 @@ export class JobService {
               `job ${jobId} is COMPLETED: it has no occurrence left; update its schedule instead`,
             );
           if (job.nextRunAt && job.nextNominalAt) return tx.setStatus('SCHEDULED');
-          const next = this.firstOccurrence(job);
+          const next = await this.firstOccurrence(job);
           if (!next) throw new PreconditionFailedError(`job ${jobId} has no occurrence left`);
           return tx.setStatus('SCHEDULED', next);
         }),
@@ -558,17 +572,8 @@ export class JobService {
 
   private async insert(tx: JobTransaction, definition: JobDefinition): Promise<Job> {
     const quota = this.opts.quotas?.(definition.tenantId).maxJobs;
-    const first = firstOccurrenceAtOrAfter(definition.schedule, this.now());
-    const next =
-      first &&
-      occurrenceAt(
-        definition.jobId,
-        definition.schedule,
-        definition.policies,
-        first.nominal,
-        this.opts.herdJitterMs,
-        first.dstShiftMs,
-      );
+    const calendars = await this.calendarsOf(definition);
+    const next = this.nextOf(definition, calendars, 0);
     if (quota !== undefined && next) {
       const live = await tx.liveJobCount(definition.tenantId);
       if (live >= quota) throw new QuotaExceededError(definition.tenantId, 'max_jobs', quota);
@@ -577,17 +582,68 @@ export class JobService {
     return tx.insert({ definition, shard: shardOf(definition.jobId, this.opts.shardCount), next });
   }
 
-  /** Replaces a job's definition, recomputing the next occurrence only when its timing changed (stateAfterEdit). */
+  /**
+   * Replaces a job's definition, recomputing the next occurrence only when its timing changed
+   * (stateAfterEdit) or its calendars or calendar rule did (then through the calendars, from now).
+   */
   private async replace(tx: JobTransaction, job: Job, definition: JobDefinition): Promise<Job> {
+    const calendars = await this.calendarsOf(definition);
     const state = stateAfterEdit(job, definition, this.now(), this.opts.herdJitterMs);
-    if (state === 'keep') return tx.replaceDefinition(definition, job.status, 'keep');
-    return tx.replaceDefinition(definition, state.status, state.next);
+    const calendarsChanged =
+      JSON.stringify([job.policies.calendars ?? [], job.policies.calendarRule ?? null]) !==
+      JSON.stringify([definition.policies.calendars ?? [], definition.policies.calendarRule ?? null]);
+    if (state === 'keep' && !calendarsChanged) return tx.replaceDefinition(definition, job.status, 'keep');
+    if (!calendars) {
+      if (state !== 'keep') return tx.replaceDefinition(definition, state.status, state.next);
+    }
+    const next = this.nextOf(definition, calendars, job.firesCount);
+    const status: JobStatus = !next ? 'COMPLETED' : job.status === 'PAUSED' ? 'PAUSED' : 'SCHEDULED';
+    return tx.replaceDefinition(definition, status, next);
   }
 
-  private firstOccurrence(
-    job: Pick<Job, 'jobId' | 'schedule' | 'policies' | 'firesCount'>,
+  /**
+   * The calendars a definition names, resolved for its tenant (own before shared), in its order;
+   * undefined when it names none. A name that resolves to no calendar is refused naming its field.
+   */
+  private async calendarsOf(
+    definition: Pick<JobDefinition, 'tenantId' | 'policies'>,
+  ): Promise<BusinessCalendar[] | undefined> {
+    const names = definition.policies.calendars ?? [];
+    if (names.length === 0) return undefined;
+    if (!this.opts.calendars)
+      throw new ValidationError([
+        { field: 'policies.calendars', message: 'business calendars are not available here' },
+      ]);
+    const found = await this.opts.calendars.resolve(definition.tenantId, names);
+    const violations = names.flatMap((n, i) =>
+      found.has(n)
+        ? []
+        : [
+            {
+              field: `policies.calendars[${i}]`,
+              message: `names no calendar of tenant ${definition.tenantId} nor a shared one`,
+            },
+          ],
+    );
+    if (violations.length > 0) throw new ValidationError(violations);
+    return names.map((n) => found.get(n)!);
+  }
+
+  private async firstOccurrence(
+    job: Pick<Job, 'jobId' | 'tenantId' | 'schedule' | 'policies' | 'firesCount'>,
+  ): Promise<PlannedOccurrence | null> {
+    return this.nextOf(job, await this.calendarsOf(job), job.firesCount);
+  }
+
+  /** The first occurrence at or after now: through the calendars when there are some. */
+  private nextOf(
+    job: Pick<Job, 'jobId' | 'schedule' | 'policies'>,
+    calendars: BusinessCalendar[] | undefined,
+    firesSoFar: number,
   ): PlannedOccurrence | null {
-    const first = firstOccurrenceAtOrAfter(job.schedule, this.now(), job.firesCount);
+    if (calendars)
+      return firstPlannedOccurrence({ ...job, calendars }, this.now(), this.opts.herdJitterMs, firesSoFar);
+    const first = firstOccurrenceAtOrAfter(job.schedule, this.now(), firesSoFar);
     return (
       first &&
       occurrenceAt(

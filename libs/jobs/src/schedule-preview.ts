@@ -10,6 +10,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import {
+  applyCalendarRule,
   compileCron,
   DEFAULT_POLICIES,
   JOB_ID_PATTERN,
@@ -26,6 +27,7 @@ import {
   ValidationError,
   zoneOffsetMs,
   type FieldViolation,
+  type JobCalendars,
   type Occurrence,
   type Schedule,
 } from '@tickwork/domain';
@@ -44,6 +46,18 @@ export interface PreviewedFire {
   /** With a herd window (spread_ms): the slot the occurrence fires at (at + spreadOffsetMs); else null. */
   readonly slotAt: Date | null;
   readonly spreadOffsetMs: number | null;
+  /**
+   * With business calendars: CALENDAR_SHIFT when the rule moved this occurrence off a closed day (`at`
+   * is the moved instant; shiftMs how far), CALENDAR_SKIP when it does not fire; why the day is closed
+   * (a holiday's name, a weekday, "business day" under ONLY_CLOSED_DAYS). Absent otherwise.
+   */
+  readonly calendar?: {
+    readonly reason: 'CALENDAR_SHIFT' | 'CALENDAR_SKIP';
+    readonly name: string;
+    readonly version: number;
+    readonly why: string;
+    readonly shiftMs?: number;
+  };
 }
 
 /** Why a preview holds fewer fires than asked for although the schedule may go on. */
@@ -73,6 +87,8 @@ export interface PreviewOptions {
   readonly jobId?: string;
   /** A herd window (policies.spread_ms) to show each occurrence's slot in. */
   readonly spreadMs?: number;
+  /** Business calendars (resolved) and the rule to show each occurrence through (policies.calendars). */
+  readonly calendars?: JobCalendars;
   /** For tests: the slice and the budget (ms). */
   readonly sliceMs?: number;
   readonly workBudgetMs?: number;
@@ -138,6 +154,36 @@ export async function previewSchedule(raw: unknown, opts: PreviewOptions): Promi
     return { slotAt: new Date(o.nominal.getTime() + offset), spreadOffsetMs: offset };
   };
   const zone = schedule.kind === 'cron' || schedule.kind === 'rrule' ? schedule.timeZone : 'UTC';
+  // As the claim plans them (planCalendarOccurrences): in schedule order, a moved occurrence held at
+  // the previous one's instant, moves to before `from` passed over.
+  let floor = -Infinity;
+  const throughCalendars = (o: Occurrence): PreviewedFire | null => {
+    const cal = opts.calendars!;
+    const d = applyCalendarRule(cal.calendars, cal.rule, o.nominal.getTime(), zone);
+    if (d.kind === 'SKIP')
+      return {
+        ...previewedFire(o, zone),
+        ...slot(o),
+        calendar: { reason: 'CALENDAR_SKIP', name: d.calendar.name, version: d.calendar.version, why: d.why },
+      };
+    const at = Math.max(d.at, floor);
+    if (at < from.getTime()) return null;
+    floor = at;
+    const moved: Occurrence = { nominal: new Date(at), dstShiftMs: o.dstShiftMs };
+    const base = { ...previewedFire(moved, zone), ...slot(moved) };
+    if (d.kind === 'FIRE' && at === d.at) return base;
+    const closure = d.kind === 'SHIFT' ? d : null;
+    return {
+      ...base,
+      calendar: {
+        reason: 'CALENDAR_SHIFT',
+        name: closure?.calendar.name ?? cal.calendars.calendars[0]!.name,
+        version: closure?.calendar.version ?? cal.calendars.calendars[0]!.version,
+        why: closure?.why ?? 'held behind the previous occurrence',
+        shiftMs: at - o.nominal.getTime(),
+      },
+    };
+  };
   const horizon = Math.min(from.getTime() + PREVIEW_HORIZON_MS, LATEST_INSTANT_MS);
   const cursor = new OccurrenceCursor(schedule, from, 0, horizon);
   const sliceMs = opts.sliceMs ?? PREVIEW_SLICE_MS;
@@ -160,7 +206,10 @@ export async function previewSchedule(raw: unknown, opts: PreviewOptions): Promi
     }
     if (next === null)
       return { fires, truncatedBy: endsBy(schedule, fires.length, horizon), resolvedExpression };
-    if (next !== 'SLICE_OVER') fires.push({ ...previewedFire(next, zone), ...slot(next) });
+    if (next !== 'SLICE_OVER') {
+      const entry = opts.calendars ? throughCalendars(next) : { ...previewedFire(next, zone), ...slot(next) };
+      if (entry) fires.push(entry);
+    }
     if (next === 'SLICE_OVER' || sliceOver()) {
       const used = process.cpuUsage(sliceCpu);
       worked += (used.user + used.system) / 1_000;

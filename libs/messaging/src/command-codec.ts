@@ -280,6 +280,12 @@ function jobSpecFromAvro(j: Record<string, unknown>): Record<string, JsonValue> 
       slo_metrics: p.slo_metrics === true ? true : undefined,
       // Absent from commands written with a schema before herd windows: the reader's default, 0.
       spread_ms: (p.spread_ms ?? 0) as number,
+      // Absent from commands written before business calendars: the reader's defaults, [] and SKIP.
+      calendars: Array.isArray(p.calendars) && p.calendars.length > 0 ? (p.calendars as string[]) : undefined,
+      calendar_rule:
+        (Array.isArray(p.calendars) && p.calendars.length > 0) || (p.calendar_rule ?? 'SKIP') !== 'SKIP'
+          ? (p.calendar_rule as string)
+          : undefined,
       retry: r
         ? {
             max_attempts: r.max_attempts as number,
@@ -372,6 +378,8 @@ function jobSpecToAvro(j: Record<string, JsonValue>): Record<string, unknown> {
           tolerance_ms: p.tolerance_ms ?? null,
           slo_metrics: p.slo_metrics === true,
           spread_ms: p.spread_ms ?? 0,
+          calendars: Array.isArray(p.calendars) ? p.calendars : [],
+          calendar_rule: p.calendar_rule ?? 'SKIP',
           retry: r
             ? {
                 max_attempts: r.max_attempts ?? 5,

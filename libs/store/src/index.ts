@@ -81,3 +81,5 @@ export {
   type SloSweepResult,
   type RecordedSloVerdict,
 } from './repositories/slo.repository';
+export { CalendarRepository, type CalendarWrite, type ReplanJob } from './repositories/calendar.repository';
+export { JOB_CALENDARS_SQL } from './repositories/calendar-rows';

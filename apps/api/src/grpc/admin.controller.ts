@@ -6,6 +6,7 @@ import type { ApiListenConfig, TenantRegistry, TickworkConfig } from '@tickwork/
 import { ValidationError, type JsonValue } from '@tickwork/domain';
 import {
   BulkActionService,
+  CalendarService,
   InsightService,
   JobHistoryService,
   JobService,
@@ -20,7 +21,10 @@ import { DeadlineExceededError, GrpcErrorsFilter, toGrpcError } from './grpc-err
 import { undecodableRequest } from './request-decoding';
 import { GrpcTelemetryInterceptor } from './grpc-telemetry.interceptor';
 import {
+  calendarFromProto,
+  calendarToProto,
   deadLetterToProto,
+  fromEnum,
   fireToProto,
   isoFromTimestamp,
   timestamp,
@@ -51,6 +55,7 @@ export class AdminGrpcController {
     private readonly history: JobHistoryService,
     private readonly insight: InsightService,
     private readonly bulk: BulkActionService,
+    private readonly calendars: CalendarService,
     private readonly auth: Authenticator,
     @Inject(CONFIG) private readonly config: TickworkConfig,
     @Inject(LISTEN) private readonly listen: ApiListenConfig,
@@ -296,7 +301,13 @@ export class AdminGrpcController {
     return this.serve(
       md,
       call,
-      async () => {
+      async (c) => {
+        const calendars = await this.calendars.forPreview(
+          c,
+          Array.isArray(req.calendars) ? req.calendars : undefined,
+          fromEnum(req.calendar_rule, 'CALENDAR_RULE_'),
+          str(req.tenant_id) || undefined,
+        );
         const fromIso = isoFromTimestamp(req.from);
         if (wire === undefined)
           throw new ValidationError([
@@ -309,6 +320,7 @@ export class AdminGrpcController {
           minIntervalMs: this.config.api.minIntervalMs,
           ...(typeof req.job_id === 'string' && req.job_id !== '' ? { jobId: req.job_id } : {}),
           ...(num(req.spread_ms) ? { spreadMs: num(req.spread_ms) } : {}),
+          ...(calendars ? { calendars } : {}),
         });
         return {
           fires: preview.fires.map(previewToProto),
@@ -318,6 +330,84 @@ export class AdminGrpcController {
         };
       },
       (p) => (wire ? protoFieldPath('', p, { schedule: wire }) : p),
+    );
+  }
+
+  @GrpcMethod('SchedulerAdmin', 'CreateCalendar')
+  createCalendar(req: Msg, md: Metadata, call: Call): Promise<Msg> {
+    const wire = calendarFromProto(req.calendar);
+    const tenant = str((req.calendar as Msg | undefined)?.tenant_id);
+    return this.serve(
+      md,
+      call,
+      (c) =>
+        this.calendars
+          .create(c, { ...wire, ...(tenant ? { tenant_id: tenant } : {}) }, { shared: req.shared === true })
+          .then(calendarToProto),
+      (p) => `calendar.${p}`,
+      { action: 'CreateCalendar', jobId: null },
+    );
+  }
+
+  @GrpcMethod('SchedulerAdmin', 'GetCalendar')
+  getCalendar(req: Msg, md: Metadata, call: Call): Promise<Msg> {
+    return this.serve(md, call, async (c) =>
+      calendarToProto(
+        await this.calendars.get(c, str(req.name), {
+          shared: req.shared === true,
+          ...(str(req.tenant_id) ? { tenantId: str(req.tenant_id) } : {}),
+        }),
+      ),
+    );
+  }
+
+  @GrpcMethod('SchedulerAdmin', 'ListCalendars')
+  listCalendars(req: Msg, md: Metadata, call: Call): Promise<Msg> {
+    return this.serve(md, call, async (c) => {
+      const page = await this.calendars.list(c, {
+        ...(str(req.tenant_id) ? { tenantId: str(req.tenant_id) } : {}),
+        ...(num(req.page_size) ? { pageSize: num(req.page_size) } : {}),
+        after: str(req.page_token),
+      });
+      return { calendars: page.calendars.map(calendarToProto), next_page_token: page.next };
+    });
+  }
+
+  @GrpcMethod('SchedulerAdmin', 'UpdateCalendar')
+  updateCalendar(req: Msg, md: Metadata, call: Call): Promise<Msg> {
+    const wire = calendarFromProto(req.calendar);
+    const name = typeof wire.name === 'string' ? wire.name : '';
+    return this.serve(
+      md,
+      call,
+      async (c) => {
+        const { calendar, replanned } = await this.calendars.update(c, name, wire, {
+          ...(str(req.etag) ? { etag: str(req.etag) } : {}),
+          shared: req.shared === true,
+          ...(str(req.tenant_id) ? { tenantId: str(req.tenant_id) } : {}),
+        });
+        return { calendar: calendarToProto(calendar), replanned_jobs: replanned };
+      },
+      (p) => (p === 'If-Match' ? 'etag' : p === 'tenant_id' || p === 'shared' ? p : `calendar.${p}`),
+      { action: 'UpdateCalendar', jobId: null },
+    );
+  }
+
+  @GrpcMethod('SchedulerAdmin', 'DeleteCalendar')
+  deleteCalendar(req: Msg, md: Metadata, call: Call): Promise<Msg> {
+    return this.serve(
+      md,
+      call,
+      (c) =>
+        this.calendars
+          .delete(c, str(req.name), {
+            ...(str(req.etag) ? { etag: str(req.etag) } : {}),
+            shared: req.shared === true,
+            ...(str(req.tenant_id) ? { tenantId: str(req.tenant_id) } : {}),
+          })
+          .then(() => ({})),
+      (p) => (p === 'If-Match' ? 'etag' : p),
+      { action: 'DeleteCalendar', jobId: null },
     );
   }
 

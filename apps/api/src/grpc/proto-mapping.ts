@@ -4,6 +4,7 @@
  * validates, and domain values → response messages.
  */
 import {
+  calendarToWire,
   fireIdOf,
   jobToWire,
   maskTargetSecrets,
@@ -13,6 +14,7 @@ import {
   type EditSide,
   type PreviewedOccurrence,
   type Run,
+  type StoredCalendar,
 } from '@tickwork/domain';
 import { etagOf, type PreviewedFire, type UpdatePreview } from '@tickwork/jobs';
 import type { DeadLetterEntry, OccurrenceEntry } from '@tickwork/store';
@@ -216,6 +218,8 @@ function policiesFromProto(p: unknown): Record<string, JsonValue> | undefined {
     tolerance_ms: m.tolerance_ms as number | undefined,
     slo_metrics: m.slo_metrics as boolean | undefined,
     spread_ms: m.spread_ms as number | undefined,
+    calendars: Array.isArray(m.calendars) && m.calendars.length > 0 ? (m.calendars as string[]) : undefined,
+    calendar_rule: fromEnum(m.calendar_rule, 'CALENDAR_RULE_'),
     retry: r
       ? compact({
           max_attempts: r.max_attempts as number | undefined,
@@ -318,6 +322,8 @@ function policiesToProto(w: Record<string, JsonValue>): Msg {
     ...(typeof w.catch_up_window_ms === 'number' ? { catch_up_window_ms: w.catch_up_window_ms } : {}),
     ...(typeof w.tolerance_ms === 'number' ? { tolerance_ms: w.tolerance_ms } : {}),
     ...(w.slo_metrics === true ? { slo_metrics: true } : {}),
+    calendars: Array.isArray(w.calendars) ? w.calendars : [],
+    calendar_rule: toEnum((w.calendar_rule as string | undefined) ?? null, 'CALENDAR_RULE_'),
     retry: w.retry,
   };
 }
@@ -355,6 +361,7 @@ export function updatePreviewToProto(p: UpdatePreview): Msg {
     nominal_time: timestamp(o.nominalTime),
     scheduled_for: timestamp(o.scheduledFor),
     dst_shift_ms: o.dstShiftMs ?? 0,
+    calendar_shift_ms: o.calendarShiftMs ?? 0,
     catch_up: o.catchUp,
     claimed: o.claimed,
   });
@@ -443,6 +450,15 @@ export function occurrenceToProto(o: OccurrenceEntry, jobId: string): Msg {
       ...(o.slo ? { reason: o.slo.reason } : {}),
       ...(o.slo && o.slo.latenessMs !== null ? { lateness_ms: o.slo.latenessMs } : {}),
       spread_offset_ms: o.spreadOffsetMs,
+      ...(o.calendarShift
+        ? {
+            calendar: {
+              reason: 'CALENDAR_SHIFT',
+              ...calendarRef(o.calendarShift.calendar),
+              shift_ms: o.calendarShift.shiftMs,
+            },
+          }
+        : {}),
     };
   }
   return {
@@ -453,6 +469,60 @@ export function occurrenceToProto(o: OccurrenceEntry, jobId: string): Msg {
     reason: o.reason,
     recorded_at: timestamp(o.recordedAt),
     ...(o.jobVersion !== null ? { job_version: o.jobVersion } : {}),
+    ...(o.calendar ? { calendar: { reason: 'CALENDAR_SKIP', ...calendarRef(o.calendar) } } : {}),
+  };
+}
+
+/** `name@version` as the ledger records a calendar. */
+function calendarRef(ref: string): { name: string; version: number } {
+  const at = ref.lastIndexOf('@');
+  return { name: ref.slice(0, at), version: Number(ref.slice(at + 1)) };
+}
+
+/** A Calendar message as the wire JSON the calendar service reads (output-only fields dropped). */
+export function calendarFromProto(c: unknown): Record<string, JsonValue> {
+  const m = (c && typeof c === 'object' ? c : {}) as Msg;
+  const weekdays = m.closed_weekdays as Msg | null | undefined;
+  const source = m.holiday_source as Msg | null | undefined;
+  const list = (v: unknown) => (Array.isArray(v) ? (v as JsonValue[]) : []);
+  return compact({
+    name: (m.name as string | undefined) ?? undefined,
+    description: (m.description as string | undefined) || undefined,
+    closed_weekdays: weekdays ? list(weekdays.weekdays) : undefined,
+    holidays: list(m.holidays).map((h) => {
+      const x = h as Msg;
+      return { date: (x.date ?? '') as string, name: (x.name ?? '') as string };
+    }),
+    closed_dates: list(m.closed_dates),
+    open_dates: list(m.open_dates),
+    holiday_source: source
+      ? compact({
+          country: (source.country as string | undefined) ?? '',
+          region: (source.region as string | undefined) || undefined,
+          years: list(source.years),
+        })
+      : undefined,
+  });
+}
+
+/** A stored calendar as a Calendar message. */
+export function calendarToProto(c: StoredCalendar): Msg {
+  const w = calendarToWire(c);
+  const source = w.holiday_source as Record<string, JsonValue> | null;
+  return {
+    name: c.name,
+    tenant_id: c.tenantId ?? '',
+    shared: c.tenantId === null,
+    version: c.version,
+    description: w.description,
+    closed_weekdays: { weekdays: w.closed_weekdays },
+    holidays: w.holidays,
+    closed_dates: w.closed_dates,
+    open_dates: w.open_dates,
+    ...(source ? { holiday_source: { ...source, region: source.region ?? '' } } : {}),
+    generated_holidays: w.generated_holidays,
+    created_at: timestamp(c.createdAt),
+    updated_at: timestamp(c.updatedAt),
   };
 }
 
@@ -491,5 +561,16 @@ export function previewToProto(p: PreviewedFire): Msg {
     time_zone: p.timeZone,
     shifted_from: p.shiftedFrom ?? '',
     ...(p.slotAt !== null ? { slot_at: timestamp(p.slotAt), spread_offset_ms: p.spreadOffsetMs ?? 0 } : {}),
+    ...(p.calendar
+      ? {
+          calendar: {
+            reason: p.calendar.reason,
+            name: p.calendar.name,
+            version: p.calendar.version,
+            why: p.calendar.why,
+            shift_ms: p.calendar.shiftMs ?? 0,
+          },
+        }
+      : {}),
   };
 }

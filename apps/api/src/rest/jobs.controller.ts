@@ -25,6 +25,7 @@ import {
   type LabelSelector,
 } from '@tickwork/domain';
 import {
+  CalendarService,
   etagOf,
   JobHistoryService,
   JobService,
@@ -97,6 +98,7 @@ export class JobsController {
   constructor(
     private readonly jobs: JobService,
     private readonly history: JobHistoryService,
+    private readonly calendars: CalendarService,
     private readonly auth: Authenticator,
     @Inject(CONFIG) private readonly config: TickworkConfig,
   ) {}
@@ -347,13 +349,23 @@ export class JobsController {
   @Post('schedules/preview')
   @HttpCode(200)
   async preview(@Headers('authorization') authz: string | undefined, @Body() body: unknown): Promise<Wire> {
-    this.auth.authenticate(authz, 'rest');
+    const caller = this.auth.authenticate(authz, 'rest');
     const b = (body && typeof body === 'object' && !Array.isArray(body) ? body : {}) as Record<
       string,
       unknown
     >;
     const unknown = Object.keys(b).filter(
-      (k) => !['schedule', 'count', 'from', 'job_id', 'spread_ms'].includes(k),
+      (k) =>
+        ![
+          'schedule',
+          'count',
+          'from',
+          'job_id',
+          'spread_ms',
+          'calendars',
+          'calendar_rule',
+          'tenant_id',
+        ].includes(k),
     );
     if (unknown.length > 0)
       throw new ValidationError(unknown.map((k) => ({ field: k, message: 'is not a known field' })));
@@ -373,7 +385,16 @@ export class JobsController {
       const problem = instantRangeProblem(from);
       if (problem) throw new ValidationError([{ field: 'from', message: problem }]);
     }
+    if (b.tenant_id !== undefined && typeof b.tenant_id !== 'string')
+      throw new ValidationError([{ field: 'tenant_id', message: 'must be a string' }]);
+    const calendars = await this.calendars.forPreview(
+      caller,
+      b.calendars,
+      b.calendar_rule,
+      b.tenant_id as string | undefined,
+    );
     const preview = await previewSchedule(b.schedule, {
+      ...(calendars ? { calendars } : {}),
       count: b.count as number | undefined,
       from,
       now: new Date(),

@@ -73,6 +73,14 @@ export function occurrenceJson(o: OccurrenceEntry, jobId: string): Wire {
       enqueued_at: iso(o.enqueuedAt),
       run_status: o.runStatus,
       job_version: o.jobVersion,
+      // CALENDAR_SHIFT: a business calendar moved this occurrence off a closed day.
+      calendar: o.calendarShift
+        ? {
+            reason: 'CALENDAR_SHIFT',
+            ...calendarRefJson(o.calendarShift.calendar),
+            shift_ms: o.calendarShift.shiftMs,
+          }
+        : null,
     };
   }
   return {
@@ -83,7 +91,14 @@ export function occurrenceJson(o: OccurrenceEntry, jobId: string): Wire {
     reason: o.reason,
     recorded_at: o.recordedAt.toISOString(),
     job_version: o.jobVersion,
+    calendar: o.calendar ? { reason: 'CALENDAR_SKIP', ...calendarRefJson(o.calendar) } : null,
   };
+}
+
+/** `name@version` as the ledger records a calendar, as JSON {name, version}. */
+function calendarRefJson(ref: string): { name: string; version: number } {
+  const at = ref.lastIndexOf('@');
+  return { name: ref.slice(0, at), version: Number(ref.slice(at + 1)) };
 }
 
 /** A dry-run update: the job as the edit would leave it, with its `edit_preview`. */
@@ -93,6 +108,7 @@ export function updatePreviewJson(p: UpdatePreview): Wire {
     nominal_time: o.nominalTime.toISOString(),
     scheduled_for: o.scheduledFor.toISOString(),
     dst_shift_ms: o.dstShiftMs ?? 0,
+    ...(o.calendarShiftMs ? { calendar_shift_ms: o.calendarShiftMs } : {}),
     catch_up: o.catchUp,
     claimed: o.claimed,
   });
@@ -163,6 +179,17 @@ export function previewJson(p: PreviewedFire): Wire {
     ...(p.shiftedFrom !== null ? { shifted_from: p.shiftedFrom } : {}),
     ...(p.slotAt !== null
       ? { slot_at: p.slotAt.toISOString(), spread_offset_ms: p.spreadOffsetMs ?? 0 }
+      : {}),
+    ...(p.calendar
+      ? {
+          calendar: {
+            reason: p.calendar.reason,
+            name: p.calendar.name,
+            version: p.calendar.version,
+            why: p.calendar.why,
+            ...(p.calendar.shiftMs !== undefined ? { shift_ms: p.calendar.shiftMs } : {}),
+          },
+        }
       : {}),
   };
 }

@@ -71,3 +71,4 @@ export {
   type OccurrenceSkipReason,
 } from './misfire';
 export { jitterOffsetMs, jitteredFireTime, defaultHerdWindowMs, spreadOffsetMs } from './jitter';
+export * from './business-calendar';

@@ -20,6 +20,7 @@ import { inTransaction } from '../database';
 import { ClaimTrace } from './claim-trace';
 import { fireEventFromSnapshot, type FireEventSnapshot } from './fire-snapshot';
 import { CLAIM_COLUMNS, claimableJobFromRow, type ClaimRow } from './rows';
+import { JOB_CALENDARS_SQL } from './calendar-rows';
 
 /** A due job as the claim sees it: the job, and whether its previous fire is still in flight. */
 export interface DueJob {
@@ -89,6 +90,9 @@ interface FireRow {
   readonly scheduled: string;
   /** The herd window's offset of the slot (0: none). */
   readonly spread: number;
+  /** How far a calendar rule moved the occurrence (0: not moved), and the calendar `name@version`. */
+  readonly calendarShift: number;
+  readonly calendar: string | null;
 }
 
 /** One planned job's share of a claim's write, its instants already as ISO text. */
@@ -100,6 +104,7 @@ interface JobWrite {
   readonly next: string | null;
   readonly nextNominal: string | null;
   readonly nextShift: number;
+  readonly nextCalendarShift: number;
   readonly status: 'SCHEDULED' | 'COMPLETED';
   readonly fires: readonly ClaimedFire[];
   readonly fireRows: readonly FireRow[];
@@ -113,6 +118,7 @@ interface JobWrite {
     first: string;
     last: string;
     count: number;
+    calendar: string | null;
   }[];
   readonly skipped: number;
 }
@@ -192,6 +198,8 @@ function jobWriteOf(job: ClaimableJob, p: DueOccurrencePlan): JobWrite {
       shift: f.dstShiftMs ?? 0,
       scheduled: planned(f.scheduledFor, 'fire time'),
       spread: f.spreadOffsetMs ?? 0,
+      calendarShift: f.calendarShiftMs ?? 0,
+      calendar: f.calendar ?? null,
     });
   });
   const skips: ClaimSkip[] = [];
@@ -207,6 +215,7 @@ function jobWriteOf(job: ClaimableJob, p: DueOccurrencePlan): JobWrite {
       first: planned(k.firstNominal, 'skipped occurrence'),
       last: planned(k.lastNominal, 'skipped occurrence'),
       count: k.occurrences,
+      calendar: k.calendar ?? null,
     });
   }
   return {
@@ -217,6 +226,7 @@ function jobWriteOf(job: ClaimableJob, p: DueOccurrencePlan): JobWrite {
     next: p.next ? planned(p.next.scheduledFor, 'next run') : null,
     nextNominal: p.next ? planned(p.next.nominalTime, 'next occurrence') : null,
     nextShift: p.next?.dstShiftMs ?? 0,
+    nextCalendarShift: p.next?.calendarShiftMs ?? 0,
     status: p.next ? 'SCHEDULED' : 'COMPLETED',
     fires,
     fireRows,
@@ -436,6 +446,7 @@ export class FireRepository {
                          AND (   (r.status IS NULL AND f.claimed_at > now() - make_interval(secs => ${MAX_EVENT_AGE_SQL} / 1000))
                               OR (r.status = 'RUNNING' AND r.lease_expires_at > now())
                               OR r.status = 'RETRYING'))) AS in_flight,
+                    ${JOB_CALENDARS_SQL} AS calendars,
                     j.trace_context AS origin_trace
                FROM jobs j
               WHERE j.shard = q.shard AND j.tenant_id = q.tenant_id AND j.status = 'SCHEDULED'
@@ -611,12 +622,13 @@ export class FireRepository {
                 next_run_at = v.next,
                 next_nominal_at = v.nominal,
                 next_dst_shift_ms = v.shift,
+                next_calendar_shift_ms = v.cal_shift,
                 status = v.status,
                 -- A resume's catch-up choice applies to this claim, the first after the resume.
                 resume_catch_up = NULL,
                 last_fired_at = CASE WHEN v.n > 0 THEN now() ELSE j.last_fired_at END,
                 updated_at = now()
-           FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::timestamptz[], $5::text[], $13::int[]) AS v(job_id, n, next, nominal, status, shift)
+           FROM unnest($1::text[], $2::int[], $3::timestamptz[], $4::timestamptz[], $5::text[], $13::int[], $16::bigint[]) AS v(job_id, n, next, nominal, status, shift, cal_shift)
           WHERE j.job_id = v.job_id
          RETURNING j.job_id, j.tenant_id, j.shard, j.target, j.payload, j.version
        ), b AS (
@@ -627,8 +639,8 @@ export class FireRepository {
          RETURNING batch_id, shard
        ), f AS (
          -- Each fire records the job version it was claimed under (its event is that version's snapshot).
-         INSERT INTO fires (job_id, fence_token, tenant_id, shard, nominal_time, dst_shift_ms, scheduled_for, spread_offset_ms, claimed_by, trace_context, batch_id, job_version, event)
-         SELECT v.job_id, v.token, u.tenant_id, u.shard, v.nominal, v.shift, v.scheduled, v.spread, $11, v.trace, b.batch_id, u.version,
+         INSERT INTO fires (job_id, fence_token, tenant_id, shard, nominal_time, dst_shift_ms, scheduled_for, spread_offset_ms, claimed_by, trace_context, batch_id, job_version, calendar_shift_ms, calendar, event)
+         SELECT v.job_id, v.token, u.tenant_id, u.shard, v.nominal, v.shift, v.scheduled, v.spread, $11, v.trace, b.batch_id, u.version, v.cal_shift, v.calendar,
                 jsonb_build_object(
                   'job_id', v.job_id, 'tenant_id', u.tenant_id, 'fence_token', v.token,
                   'fire_id', v.job_id || ':' || v.token,
@@ -636,11 +648,11 @@ export class FireRepository {
                   'nominal_time', to_char(v.nominal AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
                   'attempt', 1, 'target', u.target, 'payload', u.payload)
                 || CASE WHEN v.spread > 0 THEN jsonb_build_object('spread_offset_ms', v.spread) ELSE '{}'::jsonb END
-           FROM unnest($6::text[], $7::bigint[], $8::timestamptz[], $9::timestamptz[], $10::jsonb[], $14::int[], $15::bigint[]) AS v(job_id, token, nominal, scheduled, trace, shift, spread)
+           FROM unnest($6::text[], $7::bigint[], $8::timestamptz[], $9::timestamptz[], $10::jsonb[], $14::int[], $15::bigint[], $17::bigint[], $18::text[]) AS v(job_id, token, nominal, scheduled, trace, shift, spread, cal_shift, calendar)
            JOIN u ON u.job_id = v.job_id
            JOIN b ON b.shard = u.shard
-         -- An occurrence is (nominal instant, DST shift): two at one instant are both fired.
-         ON CONFLICT (job_id, nominal_time, dst_shift_ms) WHERE trigger = 'SCHEDULE' DO NOTHING
+         -- An occurrence is (nominal instant, DST shift, calendar shift): two at one instant are both fired.
+         ON CONFLICT (job_id, nominal_time, dst_shift_ms, calendar_shift_ms) WHERE trigger = 'SCHEDULE' DO NOTHING
          RETURNING job_id, fence_token
        )
        SELECT batch_id, shard, NULL AS refired FROM b
@@ -664,6 +676,9 @@ export class FireRepository {
         group.map((w) => w.nextShift),
         rows.map((r) => r.shift),
         rows.map((r) => r.spread),
+        group.map((w) => w.nextCalendarShift),
+        rows.map((r) => r.calendarShift),
+        rows.map((r) => r.calendar),
       ],
     );
     const batchOfShard = new Map<number, number>();
@@ -680,10 +695,10 @@ export class FireRepository {
     if (skip.length > 0) {
       await client.query(
         // With the job version the skip was planned under (the job row is locked by this claim).
-        `INSERT INTO occurrence_skips (job_id, tenant_id, reason, first_nominal, last_nominal, occurrences, job_version)
+        `INSERT INTO occurrence_skips (job_id, tenant_id, reason, first_nominal, last_nominal, occurrences, calendar, job_version)
          SELECT k.*, j.version
-           FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::bigint[])
-                AS k(job_id, tenant_id, reason, first_nominal, last_nominal, occurrences)
+           FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::bigint[], $7::text[])
+                AS k(job_id, tenant_id, reason, first_nominal, last_nominal, occurrences, calendar)
            LEFT JOIN jobs j ON j.job_id = k.job_id`,
         [
           skip.map((k) => k.jobId),
@@ -692,6 +707,7 @@ export class FireRepository {
           skip.map((k) => k.first),
           skip.map((k) => k.last),
           skip.map((k) => k.count),
+          skip.map((k) => k.calendar),
         ],
       );
     }

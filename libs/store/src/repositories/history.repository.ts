@@ -28,6 +28,8 @@ export type OccurrenceEntry =
       readonly jobVersion: number | null;
       /** The fire SLO verdict, once the scheduler judged the fire LATE or MISSED; null otherwise. */
       readonly slo: { readonly reason: 'LATE' | 'MISSED'; readonly latenessMs: number | null } | null;
+      /** The business calendar (`name@version`) that moved this occurrence, and how far (CALENDAR_SHIFT); null: not moved. */
+      readonly calendarShift: { readonly calendar: string; readonly shiftMs: number } | null;
       readonly cursor: OccurrenceCursor;
     }
   | {
@@ -39,6 +41,8 @@ export type OccurrenceEntry =
       readonly recordedAt: Date;
       /** The job version the skip was planned under (null: recorded before versions were). */
       readonly jobVersion: number | null;
+      /** CALENDAR_SKIP: the calendar (`name@version`) that closed the day. */
+      readonly calendar: string | null;
       readonly cursor: OccurrenceCursor;
     };
 
@@ -74,6 +78,8 @@ interface OccurrenceRow {
   recorded_at: Date;
   job_version: number | null;
   lateness_ms: string | null;
+  calendar: string | null;
+  calendar_shift_ms: string | null;
 }
 
 /** How many of a job's newest fires listClaimedAhead looks at. */
@@ -157,7 +163,7 @@ export class HistoryRepository {
       `SELECT * FROM (
          SELECT 'FIRE'::text AS kind, f.nominal_time AS at, f.fence_token AS seq, f.nominal_time AS first_nominal, 1::bigint AS occurrences,
                 v.reason, f.trigger, f.scheduled_for, f.spread_offset_ms, f.claimed_at, b.enqueued_at, r.status AS run_status, f.claimed_at AS recorded_at,
-                f.job_version, v.lateness_ms
+                f.job_version, v.lateness_ms, f.calendar, f.calendar_shift_ms
            FROM fires f
            JOIN fire_batches b ON b.batch_id = f.batch_id
            LEFT JOIN job_runs r ON r.job_id = f.job_id AND r.fence_token = f.fence_token
@@ -165,7 +171,7 @@ export class HistoryRepository {
           WHERE f.job_id = $1
          UNION ALL
          SELECT 'SKIP', s.last_nominal, s.id, s.first_nominal, s.occurrences,
-                s.reason, NULL, NULL, NULL, NULL, NULL, NULL, s.recorded_at, s.job_version, NULL
+                s.reason, NULL, NULL, NULL, NULL, NULL, NULL, s.recorded_at, s.job_version, NULL, s.calendar, NULL
            FROM occurrence_skips s
           WHERE s.job_id = $1
        ) o
@@ -192,6 +198,9 @@ export class HistoryRepository {
             r.reason === 'LATE' || r.reason === 'MISSED'
               ? { reason: r.reason, latenessMs: r.lateness_ms === null ? null : Number(r.lateness_ms) }
               : null,
+          calendarShift: r.calendar
+            ? { calendar: r.calendar, shiftMs: Number(r.calendar_shift_ms ?? 0) }
+            : null,
           cursor: c,
         };
       }
@@ -203,6 +212,7 @@ export class HistoryRepository {
         occurrences: Number(r.occurrences),
         recordedAt: r.recorded_at,
         jobVersion: r.job_version,
+        calendar: r.calendar,
         cursor: c,
       };
     });

@@ -405,7 +405,7 @@ function traceOrigin(): string | null {
   return carrier ? JSON.stringify(carrier) : null;
 }
 
-async function insertAudit(
+export async function insertAudit(
   db: Queryable,
   a: AuditEntry,
   what: {
@@ -436,8 +436,8 @@ async function insertJob(client: Queryable, job: NewJob): Promise<Job> {
   const d = job.definition;
   try {
     const { rows } = await client.query<JobRow>(
-      `INSERT INTO jobs (job_id, tenant_id, shard, schedule_kind, schedule, time_zone, status, next_run_at, next_nominal_at, next_dst_shift_ms, target, payload, policies, labels, fence_token, trace_context)
-       SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $15, $10, $11, $12, $13, t.fence_token,
+      `INSERT INTO jobs (job_id, tenant_id, shard, schedule_kind, schedule, time_zone, status, next_run_at, next_nominal_at, next_dst_shift_ms, next_calendar_shift_ms, target, payload, policies, labels, fence_token, trace_context)
+       SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $15, $16, $10, $11, $12, $13, t.fence_token,
               $14::jsonb || jsonb_build_object('fence_token', t.fence_token)
          FROM (SELECT COALESCE((SELECT fence_token FROM job_tombstones WHERE job_id = $1), 0) AS fence_token) t
        RETURNING ${JOB_COLUMNS}`,
@@ -457,6 +457,7 @@ async function insertJob(client: Queryable, job: NewJob): Promise<Job> {
         JSON.stringify(d.labels),
         traceOrigin(),
         job.next?.dstShiftMs ?? 0,
+        job.next?.calendarShiftMs ?? 0,
       ],
     );
     await client.query('DELETE FROM job_tombstones WHERE job_id = $1', [d.jobId]);
@@ -540,6 +541,7 @@ class PgJobTransaction implements JobTransaction {
               next_run_at = CASE WHEN $10::boolean THEN next_run_at ELSE $11 END,
               next_nominal_at = CASE WHEN $10::boolean THEN next_nominal_at ELSE $12 END,
               next_dst_shift_ms = CASE WHEN $10::boolean THEN next_dst_shift_ms ELSE $14 END,
+              next_calendar_shift_ms = CASE WHEN $10::boolean THEN next_calendar_shift_ms ELSE $15 END,
               version = version + 1, updated_at = now(),
               trace_context = COALESCE($13::jsonb || jsonb_build_object('fence_token', fence_token), trace_context)
         WHERE job_id = $1
@@ -559,6 +561,7 @@ class PgJobTransaction implements JobTransaction {
         keep ? null : (next?.nominalTime ?? null),
         traceOrigin(),
         keep ? 0 : (next?.dstShiftMs ?? 0),
+        keep ? 0 : (next?.calendarShiftMs ?? 0),
       ],
     );
     return jobFromRow(rows[0]!);
@@ -571,6 +574,7 @@ class PgJobTransaction implements JobTransaction {
               paused_until = NULL, pause_resume = NULL,
               resume_catch_up = CASE WHEN $2 = 'PAUSED' THEN NULL ELSE resume_catch_up END,
               next_dst_shift_ms = CASE WHEN $4::timestamptz IS NULL THEN next_dst_shift_ms ELSE $6 END,
+              next_calendar_shift_ms = CASE WHEN $4::timestamptz IS NULL THEN next_calendar_shift_ms ELSE $7 END,
               version = version + 1, updated_at = now(),
               trace_context = COALESCE($5::jsonb || jsonb_build_object('fence_token', fence_token), trace_context)
         WHERE job_id = $1 RETURNING ${JOB_COLUMNS}`,
@@ -581,6 +585,7 @@ class PgJobTransaction implements JobTransaction {
         next?.nominalTime ?? null,
         traceOrigin(),
         next?.dstShiftMs ?? 0,
+        next?.calendarShiftMs ?? 0,
       ],
     );
     return jobFromRow(rows[0]!);

@@ -13,6 +13,7 @@ import {
   type RunStatus,
 } from '@tickwork/domain';
 import { spanContextOf } from '@tickwork/telemetry';
+import { calendarFromRow, type CalendarRow } from './calendar-rows';
 
 export interface JobRow {
   job_id: string;
@@ -23,6 +24,9 @@ export interface JobRow {
   next_run_at: Date | null;
   next_nominal_at: Date | null;
   next_dst_shift_ms: number;
+  next_calendar_shift_ms?: number | string;
+  /** A claim's resolved calendars of the job (JOB_CALENDARS_SQL); absent elsewhere. */
+  calendars?: CalendarRow[] | null;
   fence_token: number;
   fires_count: number;
   target: Record<string, unknown>;
@@ -37,7 +41,7 @@ export interface JobRow {
 }
 
 export const JOB_COLUMNS =
-  'job_id, tenant_id, shard, schedule, status, next_run_at, next_nominal_at, next_dst_shift_ms, fence_token, fires_count, target, payload, policies, labels, version, paused_until, resume_catch_up, created_at, updated_at';
+  'job_id, tenant_id, shard, schedule, status, next_run_at, next_nominal_at, next_dst_shift_ms, next_calendar_shift_ms, fence_token, fires_count, target, payload, policies, labels, version, paused_until, resume_catch_up, created_at, updated_at';
 
 /** A jobs row as a domain Job. */
 export function jobFromRow(row: JobRow): Job {
@@ -53,7 +57,7 @@ export function jobFromRow(row: JobRow): Job {
 
 /** The columns a claim reads: a job without its bookkeeping fields (less to send and parse). */
 export const CLAIM_COLUMNS =
-  'job_id, tenant_id, shard, schedule, status, next_run_at, next_nominal_at, next_dst_shift_ms, fence_token, fires_count, target, payload, policies, resume_catch_up';
+  'job_id, tenant_id, shard, schedule, status, next_run_at, next_nominal_at, next_dst_shift_ms, next_calendar_shift_ms, fence_token, fires_count, target, payload, policies, resume_catch_up';
 
 export type ClaimRow = Omit<JobRow, 'labels' | 'version' | 'created_at' | 'updated_at' | 'paused_until'>;
 
@@ -69,6 +73,8 @@ export function claimableJobFromRow(row: ClaimRow): ClaimableJob {
     nextNominalAt: row.next_nominal_at,
     // Absent on a row read by a query that does not select it: the occurrence was not moved.
     nextDstShiftMs: row.next_dst_shift_ms ?? 0,
+    nextCalendarShiftMs: Number(row.next_calendar_shift_ms ?? 0),
+    ...(row.calendars ? { calendars: row.calendars.map(calendarFromRow) } : {}),
     fenceToken: row.fence_token,
     firesCount: row.fires_count,
     target: targetFromWire(row.target),

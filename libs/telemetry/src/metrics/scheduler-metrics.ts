@@ -37,6 +37,11 @@ export const SCHEDULER_METRICS = {
     kind: 'counter',
     help: 'Occurrences that did not fire, by tenant and reason (MISFIRE_SKIP, COALESCED, OVERLAP, …)',
   }),
+  occurrencesCalendarShifted: defineMetric({
+    name: 'tickwork.occurrences.calendar_shifted',
+    kind: 'counter',
+    help: 'Occurrences a business calendar moved to another day (CALENDAR_SHIFT), by tenant, as the claim planned them',
+  }),
   claimsDeferred: defineMetric({
     name: 'tickwork.claims.deferred',
     kind: 'counter',
@@ -99,6 +104,7 @@ export class SchedulerMetrics {
   private readonly enqueuedCount = counterOf(this.m, SCHEDULER_METRICS.firesEnqueued);
   private readonly lateness = histogramOf(this.m, SCHEDULER_METRICS.enqueueLateness);
   private readonly skippedCount = counterOf(this.m, SCHEDULER_METRICS.occurrencesSkipped);
+  private readonly calendarShiftedCount = counterOf(this.m, SCHEDULER_METRICS.occurrencesCalendarShifted);
   private readonly deferredCount = counterOf(this.m, SCHEDULER_METRICS.claimsDeferred);
   private readonly fencedOutCount = counterOf(this.m, SCHEDULER_METRICS.claimsFencedOut);
   private readonly parkedCount = counterOf(this.m, SCHEDULER_METRICS.jobsParked);
@@ -127,6 +133,11 @@ export class SchedulerMetrics {
         [Attr.Tenant]: this.tenants.label(s.tenantId, 0),
         [Attr.Reason]: s.reason,
       });
+  }
+
+  /** Counts occurrences moved by a business calendar (CALENDAR_SHIFT), by tenant. */
+  calendarShifted(tenantId: string, n: number): void {
+    if (n > 0) this.calendarShiftedCount.add(n, { [Attr.Tenant]: this.tenants.label(tenantId, 0) });
   }
 
   /** Counts jobs parked as unplannable. */
