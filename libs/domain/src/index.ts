@@ -16,3 +16,4 @@ export * from './edit-preview';
 export * from './quota';
 export * from './bulk-action';
 export * from './fire-slo';
+export * from './backfill';
