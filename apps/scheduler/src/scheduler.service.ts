@@ -20,6 +20,7 @@ import {
 } from '@tickwork/messaging';
 import { LazyKafkaAdmin, openMessaging, type Messaging } from '@tickwork/runtime';
 import {
+  BackfillRunner,
   FireLoop,
   FirePublisher,
   PauseSweep,
@@ -31,6 +32,7 @@ import {
   type FireLoopEvents,
 } from '@tickwork/scheduling';
 import {
+  BackfillRepository,
   BulkRepository,
   ClusterStatsRepository,
   FireRepository,
@@ -47,6 +49,7 @@ import {
 } from '@tickwork/store';
 import {
   Attr,
+  BackfillMetrics,
   ClusterGauges,
   extractTraceContext,
   fireLogFields,
@@ -105,6 +108,7 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
   private sampler: ClusterSampler | undefined;
   private pauseSweep: PauseSweep | undefined;
   private sloSweeper: SloSweeper | undefined;
+  private backfills: BackfillRunner | undefined;
   private readonly metrics: SchedulerMetrics;
   /** Fire lines (debug) go to pino directly, so their fields are built only when enabled. */
   private readonly fireLog: PinoLogger;
@@ -242,6 +246,7 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
       },
     });
     this.pauseSweep.start();
+    this.backfills = this.startBackfillRunner(ownership, buckets.buckets);
     this.sampler = new ClusterSampler(
       new ClusterStatsRepository(this.pool),
       () => this.admin.get(),
@@ -264,6 +269,39 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
     this.sampler.start();
     this.sloSweeper = this.startSloSweeper(ownership);
     this.log.log(`scheduler ${c.instanceId} started (group ${c.scheduler.groupId}, ${c.shardCount} shards)`);
+  }
+
+  /**
+   * Backfills of the held shards, paced and within the tenants' fire-rate caps (the fire loop's
+   * buckets): their fires go into the outbox, which the fire loops' relay publishes at once.
+   */
+  private startBackfillRunner(ownership: ShardOwnership, buckets: TenantTokenBuckets | undefined): BackfillRunner {
+    const c = this.config;
+    const runner: BackfillRunner = new BackfillRunner(
+      new BackfillRepository(this.pool),
+      {
+        owner: c.instanceId,
+        everyMs: Math.min(c.scheduler.tickMs, 100),
+        maxPerStep: 500,
+        maxPerTick: 100,
+        shards: () => ownership.claimable(),
+        ...(buckets ? { buckets } : {}),
+      },
+      {
+        onFired: (fired, backfillId) => {
+          metrics.fired(fired);
+          this.log.debug(`backfill ${backfillId}: ${fired.length} fire(s) in the outbox`);
+        },
+        onFinished: (backfillId, status) => this.log.log(`backfill ${backfillId} ${status}`),
+        onError: (e) => {
+          this.metrics.error('backfill-runner');
+          this.log.warn(`backfill runner (retried): ${e.message}`);
+        },
+      },
+    );
+    const metrics = new BackfillMetrics(this.telemetry.tenants, () => runner.activeBackfills());
+    runner.start();
+    return runner;
   }
 
   /** The fire SLO sweep over the held shards: LATE / MISSED into the ledger, and their metrics. */
@@ -547,6 +585,7 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
     await this.pauseSweep?.stop();
     await this.sampler?.stop();
     await this.sloSweeper?.stop();
+    await this.backfills?.stop();
     await Promise.all(this.loops.map((l) => l.stop()));
     await this.consumer?.stop().catch(() => undefined);
     await this.ownership?.stop().catch(() => undefined);

@@ -69,3 +69,9 @@ export {
   decide as decideBulkWindow,
   type BulkActionResult,
 } from './bulk-service';
+export {
+  BackfillService,
+  isBackfillPreview,
+  type BackfillDetail,
+  type BackfillPreview,
+} from './backfill-service';

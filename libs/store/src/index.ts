@@ -81,3 +81,10 @@ export {
   type SloSweepResult,
   type RecordedSloVerdict,
 } from './repositories/slo.repository';
+export {
+  BackfillRepository,
+  type Backfill,
+  type BackfillItemState,
+  type BackfillStep,
+  type DueBackfill,
+} from './repositories/backfill.repository';

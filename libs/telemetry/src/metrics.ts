@@ -60,6 +60,8 @@ export const METRICS = {
   jobSloVerdicts: 'tickwork.job.slo_verdicts',
   jobLastSuccess: 'tickwork.job.last_success_timestamp',
   jobInterval: 'tickwork.job.interval',
+  backfillFires: 'tickwork.backfill.fires',
+  backfillsActive: 'tickwork.backfills.active',
 } as const;
 
 type Kind = 'counter' | 'histogram' | 'gauge';
@@ -100,6 +102,8 @@ const KINDS: Record<keyof typeof METRICS, Kind> = {
   jobSloVerdicts: 'counter',
   jobLastSuccess: 'gauge',
   jobInterval: 'gauge',
+  backfillFires: 'counter',
+  backfillsActive: 'gauge',
 };
 
 /** The units of the metrics that have one (the others are counts). */
@@ -638,5 +642,33 @@ export class SloMetrics {
   /** Replaces the per-job gauges' jobs (those of the shards held now). */
   jobsSampled(samples: readonly SloJobSample[]): void {
     this.samples = samples;
+  }
+}
+
+/** Backfill instruments of a scheduler instance: fires made, and active backfills of its shards. */
+export class BackfillMetrics {
+  private readonly m = meter();
+  private readonly fires = this.m.createCounter(METRICS.backfillFires, {
+    description: 'Backfill fires put in the outbox (trigger BACKFILL), by tenant',
+    valueType: ValueType.INT,
+  });
+
+  constructor(
+    private readonly tenants: TenantLabels,
+    active: () => number,
+  ) {
+    this.m
+      .createObservableGauge(METRICS.backfillsActive, {
+        description: "Backfills PENDING or RUNNING in this instance's shards (sum over instances: the cluster's)",
+        valueType: ValueType.INT,
+      })
+      .addCallback((r) => r.observe(active()));
+  }
+
+  /** Counts backfill fires, by tenant. */
+  fired(events: readonly { readonly tenantId: string }[]): void {
+    const byTenant = new Map<string, number>();
+    for (const e of events) byTenant.set(e.tenantId, (byTenant.get(e.tenantId) ?? 0) + 1);
+    for (const [tenantId, n] of byTenant) this.fires.add(n, { [Attr.Tenant]: this.tenants.label(tenantId) });
   }
 }

@@ -405,7 +405,8 @@ function traceOrigin(): string | null {
   return carrier ? JSON.stringify(carrier) : null;
 }
 
-async function insertAudit(
+/** Writes one audit event (inside the caller's transaction when `db` is its client). */
+export async function insertAudit(
   db: Queryable,
   a: AuditEntry,
   what: {
