@@ -275,7 +275,10 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
    * Backfills of the held shards, paced and within the tenants' fire-rate caps (the fire loop's
    * buckets): their fires go into the outbox, which the fire loops' relay publishes at once.
    */
-  private startBackfillRunner(ownership: ShardOwnership, buckets: TenantTokenBuckets | undefined): BackfillRunner {
+  private startBackfillRunner(
+    ownership: ShardOwnership,
+    buckets: TenantTokenBuckets | undefined,
+  ): BackfillRunner {
     const c = this.config;
     const runner: BackfillRunner = new BackfillRunner(
       new BackfillRepository(this.pool),

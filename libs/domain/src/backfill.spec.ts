@@ -67,7 +67,10 @@ describe('parseBackfillRequest', () => {
     [{ from: '2026-06-01T00:00:00Z', to: '2026-06-02T00:00:00Z', max_per_second: '5' }, ['max_per_second']],
     [{ from: '2026-06-01T00:00:00Z', to: '2026-06-02T00:00:00Z', dry_run: 'yes' }, ['dry_run']],
     [{ from: '2026-06-01T00:00:00Z', to: '2026-06-02T00:00:00Z', skip_reasons: 'PAUSED' }, ['skip_reasons']],
-    [{ from: '2026-06-01T00:00:00Z', to: '2026-06-02T00:00:00Z', skip_reasons: ['PAUSED', 'LATE'] }, ['skip_reasons[1]']],
+    [
+      { from: '2026-06-01T00:00:00Z', to: '2026-06-02T00:00:00Z', skip_reasons: ['PAUSED', 'LATE'] },
+      ['skip_reasons[1]'],
+    ],
     [{ from: '2026-06-01T00:00:00Z', to: '2026-06-02T00:00:00Z', until: 'x' }, ['until']],
   ])('refuses %j naming %j', (body, fields) => {
     expect(violations(() => parseBackfillRequest(body, now)).sort()).toEqual([...fields].sort());
@@ -80,7 +83,11 @@ describe('parseBackfillRequest', () => {
 
 describe('occurrencesInWindow', () => {
   it('lists an interval schedule from `from` (included) to `to` (not included)', () => {
-    const s: Schedule = { kind: 'interval', everyMs: 3_600_000, anchor: d('2026-06-01T00:00:00Z') } as Schedule;
+    const s: Schedule = {
+      kind: 'interval',
+      everyMs: 3_600_000,
+      anchor: d('2026-06-01T00:00:00Z'),
+    } as Schedule;
     const o = occurrencesInWindow(s, d('2026-06-01T01:00:00Z'), d('2026-06-01T04:00:00Z'));
     expect(o.map((x) => x.nominal.toISOString())).toEqual([
       '2026-06-01T01:00:00.000Z',
@@ -98,7 +105,10 @@ describe('occurrencesInWindow', () => {
       dstRepeat: 'AUTO',
     } as unknown as Schedule;
     const o = occurrencesInWindow(s, d('2026-03-28T00:00:00Z'), d('2026-03-30T00:00:00Z'));
-    expect(o.map((x) => x.nominal.toISOString())).toEqual(['2026-03-28T08:00:00.000Z', '2026-03-29T07:00:00.000Z']);
+    expect(o.map((x) => x.nominal.toISOString())).toEqual([
+      '2026-03-28T08:00:00.000Z',
+      '2026-03-29T07:00:00.000Z',
+    ]);
   });
 
   it('ignores max_fires (skipped occurrences never counted against it) but keeps start_at', () => {
@@ -139,7 +149,11 @@ describe('planBackfill', () => {
         skipped: [
           { reason: 'PAUSED', firstNominal: at(1).nominal, lastNominal: at(2).nominal },
           { reason: 'COALESCED', firstNominal: at(3).nominal, lastNominal: at(3).nominal },
-          { reason: 'INVALID_DEFINITION: cron broke', firstNominal: at(5).nominal, lastNominal: at(5).nominal },
+          {
+            reason: 'INVALID_DEFINITION: cron broke',
+            firstNominal: at(5).nominal,
+            lastNominal: at(5).nominal,
+          },
           { reason: 'OVERLAP', firstNominal: at(6).nominal, lastNominal: at(6).nominal },
         ],
       },

@@ -44,7 +44,13 @@ export const DEFAULT_BACKFILL_SKIP_REASONS: readonly BackfillSkipReason[] = BACK
 export type BackfillItemReason = 'NEVER_FIRED' | BackfillSkipReason;
 
 export type BackfillStatus = 'PENDING' | 'RUNNING' | 'CANCELLED' | 'DONE' | 'FAILED';
-export const BACKFILL_STATUSES: readonly BackfillStatus[] = ['PENDING', 'RUNNING', 'CANCELLED', 'DONE', 'FAILED'];
+export const BACKFILL_STATUSES: readonly BackfillStatus[] = [
+  'PENDING',
+  'RUNNING',
+  'CANCELLED',
+  'DONE',
+  'FAILED',
+];
 /** Statuses a backfill can still fire in (and be cancelled from). */
 export const ACTIVE_BACKFILL_STATUSES: readonly BackfillStatus[] = ['PENDING', 'RUNNING'];
 
@@ -87,9 +93,19 @@ export function parseBackfillRequest(raw: unknown, now: Date): BackfillRequest {
     else if (to.getTime() - from.getTime() > MAX_BACKFILL_WINDOW_MS)
       r.fail('to', `must be at most 366 days after from (a window of ${MAX_BACKFILL_WINDOW_MS} ms)`);
     if (to.getTime() > now.getTime())
-      r.fail('to', `must not be in the future (now is ${now.toISOString()}): a backfill runs occurrences that are past`);
+      r.fail(
+        'to',
+        `must not be in the future (now is ${now.toISOString()}): a backfill runs occurrences that are past`,
+      );
   }
-  if (r.violations.length > 0 || !from || !to || dryRun === undefined || maxPerSecond === undefined || !skipReasons)
+  if (
+    r.violations.length > 0 ||
+    !from ||
+    !to ||
+    dryRun === undefined ||
+    maxPerSecond === undefined ||
+    !skipReasons
+  )
     throw new ValidationError(r.violations);
   return { from, to, dryRun, maxPerSecond, skipReasons };
 }
@@ -136,7 +152,12 @@ export function occurrencesInWindow(schedule: Schedule, from: Date, to: Date): O
   const out: Occurrence[] = [];
   // max_fires is not a bound here: skipped occurrences never counted against it, and the ledger
   // (not a count) says what ran.
-  const cursor = new OccurrenceCursor({ ...schedule, maxFires: undefined } as Schedule, from, 0, to.getTime() - 1);
+  const cursor = new OccurrenceCursor(
+    { ...schedule, maxFires: undefined } as Schedule,
+    from,
+    0,
+    to.getTime() - 1,
+  );
   for (let o = cursor.next(); o !== null; o = cursor.next()) {
     if (o.nominal.getTime() < from.getTime()) continue; // a one-shot before the window
     if (o.nominal.getTime() >= to.getTime()) break;
@@ -249,5 +270,7 @@ export function pacedFires(nextAtMs: number, nowMs: number, ratePerSec: number, 
 
 /** Field violations of a backfill id (a positive integer) named `field`, or none. */
 export function backfillIdProblem(raw: string, field = 'backfill_id'): FieldViolation[] {
-  return /^[1-9][0-9]{0,15}$/.test(raw) ? [] : [{ field, message: 'must be a backfill id (a positive integer)' }];
+  return /^[1-9][0-9]{0,15}$/.test(raw)
+    ? []
+    : [{ field, message: 'must be a backfill id (a positive integer)' }];
 }

@@ -92,7 +92,11 @@ export class BackfillService {
     const kind = `backfills:${jobId}`;
     const pos = decodePageToken(page.pageToken, kind);
     if (pos) checkPosition(pos, { before: TOKEN_FIELD.fenceToken });
-    const found = await this.backfills.list(jobId, limit + 1, typeof pos?.before === 'number' ? pos.before : undefined);
+    const found = await this.backfills.list(
+      jobId,
+      limit + 1,
+      typeof pos?.before === 'number' ? pos.before : undefined,
+    );
     // A deleted job's backfills stay listed for their tenant; another tenant's are not shown.
     const visible = found.filter((b) => caller.tenantId === null || b.tenantId === caller.tenantId);
     if (found.length === 0) await this.visibleJobOrNotFound(caller, jobId);
@@ -142,7 +146,9 @@ export function isBackfillPreview(r: BackfillPreview | Backfill): r is BackfillP
 
 function checkJobId(jobId: string): void {
   if (!JOB_ID_PATTERN.test(jobId))
-    throw new ValidationError([{ field: 'job_id', message: 'must be 1-128 characters of letters, digits, . _ : -' }]);
+    throw new ValidationError([
+      { field: 'job_id', message: 'must be 1-128 characters of letters, digits, . _ : -' },
+    ]);
 }
 
 function auditJobId(jobId: string): string {

@@ -47,7 +47,10 @@ export interface BackfillRunnerOptions {
 }
 
 export interface BackfillRunnerEvents {
-  readonly onFired?: (fired: readonly { readonly tenantId: string; readonly fireId: string }[], backfillId: number) => void;
+  readonly onFired?: (
+    fired: readonly { readonly tenantId: string; readonly fireId: string }[],
+    backfillId: number,
+  ) => void;
   readonly onFinished?: (backfillId: number, status: string) => void;
   readonly onError: (e: Error) => void;
 }

@@ -659,7 +659,8 @@ export class BackfillMetrics {
   ) {
     this.m
       .createObservableGauge(METRICS.backfillsActive, {
-        description: "Backfills PENDING or RUNNING in this instance's shards (sum over instances: the cluster's)",
+        description:
+          "Backfills PENDING or RUNNING in this instance's shards (sum over instances: the cluster's)",
         valueType: ValueType.INT,
       })
       .addCallback((r) => r.observe(active()));

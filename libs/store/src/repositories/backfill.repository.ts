@@ -132,7 +132,9 @@ export class BackfillRepository {
 
   /** A job, for planning a backfill (null: no such job). */
   async findJob(jobId: string): Promise<Job | null> {
-    const { rows } = await this.pool.query<JobRow>(`SELECT ${JOB_COLUMNS} FROM jobs WHERE job_id = $1`, [jobId]);
+    const { rows } = await this.pool.query<JobRow>(`SELECT ${JOB_COLUMNS} FROM jobs WHERE job_id = $1`, [
+      jobId,
+    ]);
     return rows[0] ? jobFromRow(rows[0]) : null;
   }
 
@@ -384,7 +386,12 @@ export class BackfillRepository {
         `SELECT i.seq FROM unnest($1::int[], $2::timestamptz[], $3::int[]) AS i(seq, nominal, shift)
           WHERE EXISTS (SELECT 1 FROM fires f WHERE f.job_id = $4 AND f.trigger IN ('SCHEDULE', 'BACKFILL')
                            AND f.nominal_time = i.nominal AND f.dst_shift_ms = i.shift)`,
-        [items.map((i) => i.seq), items.map((i) => i.nominal_time), items.map((i) => i.dst_shift_ms), b.job_id],
+        [
+          items.map((i) => i.seq),
+          items.map((i) => i.nominal_time),
+          items.map((i) => i.dst_shift_ms),
+          b.job_id,
+        ],
       );
       const ranSeqs = new Set(ran.map((r) => r.seq));
       const toFire = items.filter((i) => !ranSeqs.has(i.seq));
