@@ -10,6 +10,7 @@ import {
 } from '@nestjs/common';
 import type { ApiListenConfig, TenantRegistry, TickworkConfig } from '@tickwork/config';
 import {
+  BackfillService,
   BulkActionService,
   InsightService,
   JobHistoryService,
@@ -19,6 +20,7 @@ import {
 import { createKafkaBus } from '@tickwork/messaging';
 import { LazyKafkaAdmin, observeKafkajsPatches, openDatabase } from '@tickwork/runtime';
 import {
+  BackfillRepository,
   BulkRepository,
   ClusterStatsRepository,
   HistoryRepository,
@@ -34,6 +36,7 @@ import { GrpcHealthController } from './grpc/health.controller';
 import { HealthController } from './health.controller';
 import { InsightController } from './rest/insight.controller';
 import { BulkActionsController } from './rest/bulk-actions.controller';
+import { BackfillsController } from './rest/backfills.controller';
 import { JobsController } from './rest/jobs.controller';
 import { JsonBodyOnly } from './rest/json-body.middleware';
 import { OpenApiController } from './rest/openapi.controller';
@@ -59,6 +62,7 @@ export class ApiModule implements NestModule, OnApplicationShutdown {
       controllers: [
         JobsController,
         BulkActionsController,
+        BackfillsController,
         InsightController,
         OpenApiController,
         HealthController,
@@ -134,6 +138,11 @@ export class ApiModule implements NestModule, OnApplicationShutdown {
           inject: [POOL, JobService],
         },
         {
+          provide: BackfillService,
+          useFactory: (pool: Pool, service: JobService) => new BackfillService(service, new BackfillRepository(pool)),
+          inject: [POOL, JobService],
+        },
+        {
           provide: JobHistoryService,
           useFactory: (jobs: JobRepository, history: HistoryRepository, service: JobService) =>
             new JobHistoryService(jobs, history, service),
@@ -151,6 +160,7 @@ export class ApiModule implements NestModule, OnApplicationShutdown {
         { path: 'v1/jobs', method: RequestMethod.POST },
         { path: 'v1/jobs/:jobId', method: RequestMethod.PATCH },
         { path: 'v1/bulk-actions', method: RequestMethod.POST },
+        { path: 'v1/jobs/:jobId/backfills', method: RequestMethod.POST },
         { path: 'v1/schedules/preview', method: RequestMethod.POST },
       );
   }
