@@ -139,7 +139,8 @@ export class ApiModule implements NestModule, OnApplicationShutdown {
         },
         {
           provide: BackfillService,
-          useFactory: (pool: Pool, service: JobService) => new BackfillService(service, new BackfillRepository(pool)),
+          useFactory: (pool: Pool, service: JobService) =>
+            new BackfillService(service, new BackfillRepository(pool)),
           inject: [POOL, JobService],
         },
         {

@@ -6,7 +6,13 @@
 import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
 import type { Response } from 'express';
 import { ValidationError, type JsonValue } from '@tickwork/domain';
-import { BackfillService, isBackfillPreview, JobService, UnauthenticatedError, type Caller } from '@tickwork/jobs';
+import {
+  BackfillService,
+  isBackfillPreview,
+  JobService,
+  UnauthenticatedError,
+  type Caller,
+} from '@tickwork/jobs';
 import { Authenticator } from '../auth';
 import { backfillDetailJson, backfillJson, backfillPreviewJson } from './backfill-wire';
 
@@ -22,7 +28,8 @@ function one(q: Query, name: string): string | undefined {
 function int(q: Query, name: string): number | undefined {
   const v = one(q, name);
   if (v === undefined || v === '') return undefined;
-  if (!/^\d{1,9}$/.test(v)) throw new ValidationError([{ field: name, message: 'must be a non-negative integer' }]);
+  if (!/^\d{1,9}$/.test(v))
+    throw new ValidationError([{ field: name, message: 'must be a non-negative integer' }]);
   return Number(v);
 }
 
@@ -53,7 +60,9 @@ export class BackfillsController {
     @Res({ passthrough: true }) res: Response,
   ): Promise<Wire> {
     const dry = !!body && typeof body === 'object' && (body as { dry_run?: unknown }).dry_run === true;
-    const caller = dry ? this.auth.authenticate(authz, 'rest') : await this.mutator(authz, 'CreateBackfill', jobId);
+    const caller = dry
+      ? this.auth.authenticate(authz, 'rest')
+      : await this.mutator(authz, 'CreateBackfill', jobId);
     const r = await this.backfills.create(caller, jobId, body ?? {});
     if (isBackfillPreview(r)) {
       res.status(200);
@@ -82,7 +91,9 @@ export class BackfillsController {
     @Param('jobId') jobId: string,
     @Param('backfillId') backfillId: string,
   ): Promise<Wire> {
-    return backfillDetailJson(await this.backfills.get(this.auth.authenticate(authz, 'rest'), jobId, backfillId));
+    return backfillDetailJson(
+      await this.backfills.get(this.auth.authenticate(authz, 'rest'), jobId, backfillId),
+    );
   }
 
   /** Cancels the backfill: no fire after this (those already in the outbox go out). Idempotent. */
