@@ -11,10 +11,16 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
+// eslint-disable-next-line no-restricted-imports -- the test plays an outside producer, not Tickwork code
+import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
+// eslint-disable-next-line no-restricted-imports -- the test plays an outside producer, not Tickwork code
+import { Kafka, logLevel } from 'kafkajs';
+import { randomUUID } from 'node:crypto';
 import { Client as Pg } from 'pg';
 import { AdminTestClient, type Msg } from '../support/admin-client';
 import { startApp, type AppProcess } from '../support/apps';
-import { eventually, freePort, isolate, type Isolation } from '../support/env';
+import { eventually, freePort, isolate, STACK, type Isolation } from '../support/env';
+import { TopicTap } from '../support/kafka';
 import { contractFetch } from '../support/openapi';
 
 const CLI = join(
@@ -452,5 +458,81 @@ describe('backfill', () => {
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toContain('to: must be after from');
     expect(await backfillFires(job)).toHaveLength(3);
+  }, 120_000);
+
+  it('Kafka: a BACKFILL command creates the backfill once (a copy is a duplicate); a bad one is rejected naming the field', async () => {
+    const job = 'bf-kafka';
+    await createJob(TOKENS.a, job);
+    expect((await rest('POST', `/v1/jobs/${job}/pause`, TOKENS.a)).status).toBe(200);
+    const topic = `${env.topicPrefix}.commands`;
+    const registry = new SchemaRegistry({ host: STACK.registryUrl });
+    const schemaId = await registry.getLatestSchemaId(`${topic}-value`);
+    const kafka = new Kafka({
+      clientId: 'outside-producer',
+      brokers: STACK.kafkaBrokers.split(','),
+      logLevel: logLevel.NOTHING,
+    });
+    const producer = kafka.producer();
+    await producer.connect();
+    const rejected = await TopicTap.open(`${topic}.rejected`);
+    try {
+      const now = Math.floor((await dbNow()) / SECOND) * SECOND;
+      const command = (backfill: Msg) => ({
+        command_id: randomUUID(),
+        type: 'BACKFILL',
+        tenant_id: 'acme',
+        job_id: job,
+        job: null,
+        issued_at: Date.now(),
+        expected_version: null,
+        backfill: { max_per_second: null, skip_reasons: null, ...backfill },
+      });
+      const good = command({ from: now - 500 * SECOND, to: now - 496 * SECOND, max_per_second: 50 });
+      const value = await registry.encode(schemaId, good);
+      // The same command twice: applied once.
+      await producer.send({
+        topic,
+        messages: [
+          { key: job, value },
+          { key: job, value },
+        ],
+      });
+      const done = await eventually(
+        'the backfill of the command to finish',
+        async () => {
+          const l = await rest('GET', `/v1/jobs/${job}/backfills`, TOKENS.a);
+          const b = (l.body.backfills as Msg[])[0];
+          return b?.status === 'DONE' ? l.body.backfills : undefined;
+        },
+        60_000,
+        200,
+      );
+      expect(done).toHaveLength(1);
+      expect((done as Msg[])[0]).toMatchObject({
+        planned: 4,
+        fired: 4,
+        created_by: 'kafka',
+        max_per_second: 50,
+      });
+      expect((await backfillFires(job)).map((f) => iso(f.nominal_time.getTime()))).toEqual(
+        [500, 499, 498, 497].map((s) => iso(now - s * SECOND)),
+      );
+      const bad = await registry.encode(
+        schemaId,
+        command({ from: now - 10 * SECOND, to: now - 20 * SECOND }),
+      );
+      await producer.send({ topic, messages: [{ key: job, value: bad }] });
+      const m = await eventually(
+        'the bad command on the rejected topic',
+        () => rejected.messages.find((r) => r.value?.equals(bad)),
+        60_000,
+      );
+      expect(m.headers['tickwork-reject-code']).toBe('INVALID_COMMAND');
+      expect(m.headers['tickwork-reject-reason']).toContain('backfill.to: must be after from');
+      expect((await rest('GET', `/v1/jobs/${job}/backfills`, TOKENS.a)).body.backfills).toHaveLength(1);
+    } finally {
+      await rejected.close();
+      await producer.disconnect();
+    }
   }, 120_000);
 });

@@ -111,7 +111,11 @@ const CODE_OF_HTTP: Record<number, string> = {
   422: 'FAILED_PRECONDITION',
 };
 /** The error code a rejected Kafka command is audited with, by its reject code. */
-const CODE_OF_REJECT: Record<string, string> = { INVALID_JOB: 'INVALID_ARGUMENT' };
+// INVALID_COMMAND is audited only for a BACKFILL refused for its request (the backfill record).
+const CODE_OF_REJECT: Record<string, string> = {
+  INVALID_JOB: 'INVALID_ARGUMENT',
+  INVALID_COMMAND: 'INVALID_ARGUMENT',
+};
 const pageToken = (o: unknown) => Buffer.from(JSON.stringify(o), 'utf8').toString('base64url');
 
 describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, nothing stored', () => {
@@ -1850,6 +1854,35 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
     ),
     status: 400,
     field: 'page_token',
+  });
+  const backfillCommand = (backfill: Msg | null) => () => ({
+    ...command('BACKFILL', 'seed-1'),
+    backfill: backfill && { max_per_second: null, skip_reasons: null, ...backfill },
+  });
+  add({
+    name: 'BACKFILL: to before from',
+    via: 'kafka',
+    send: kafkaCommand(backfillCommand({ from: Date.now() - 3_600_000, to: Date.now() - 86_400_000 })),
+    status: 'INVALID_COMMAND',
+    field: 'backfill.to',
+    audited: 'CreateBackfill',
+  });
+  add({
+    name: 'BACKFILL: an unknown skip reason',
+    via: 'kafka',
+    send: kafkaCommand(
+      backfillCommand({ from: Date.now() - 86_400_000, to: Date.now() - 3_600_000, skip_reasons: ['LATE'] }),
+    ),
+    status: 'INVALID_COMMAND',
+    field: 'backfill.skip_reasons[0]',
+    audited: 'CreateBackfill',
+  });
+  add({
+    name: 'BACKFILL: no backfill record',
+    via: 'kafka',
+    send: kafkaCommand(backfillCommand(null)),
+    status: 'INVALID_COMMAND',
+    field: /backfill is required for BACKFILL/,
   });
   const secondsAgo = (s: number) => ({ seconds: Math.floor(Date.now() / 1000) - s, nanos: 0 });
   addInvalidGrpc([

@@ -9,7 +9,7 @@ import {
   type OnApplicationBootstrap,
 } from '@nestjs/common';
 import { loadTenants, type TenantRegistry, type TickworkConfig } from '@tickwork/config';
-import { JobService, jobServiceOptionsOf, ScheduleCommandHandler } from '@tickwork/jobs';
+import { BackfillService, JobService, jobServiceOptionsOf, ScheduleCommandHandler } from '@tickwork/jobs';
 import { planDueOccurrences, TenantTokenBuckets, type ShardEpoch } from '@tickwork/domain';
 import {
   CommandCodec,
@@ -564,6 +564,7 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
         shardCount: c.shardCount,
         maxCommandBytes: c.api.maxPayloadBytes + 64 * 1024,
         storeHealthy: async () => (await this.pool.query('SELECT 1')).rowCount === 1,
+        backfills: new BackfillService(jobs, new BackfillRepository(this.pool)),
         log: (message, level) => (level === 'info' ? this.log.log(message) : this.log.warn(message)),
       },
       // Misplaced commands go to their shard's partition in one send, in their order: an

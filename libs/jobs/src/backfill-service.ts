@@ -14,7 +14,7 @@ import {
   type BackfillPlan,
   type BackfillRequest,
 } from '@tickwork/domain';
-import type { Backfill, BackfillItemState, BackfillRepository } from '@tickwork/store';
+import type { Backfill, BackfillItemState, BackfillRepository, CommandStamp } from '@tickwork/store';
 import { visibleJob, type Caller } from './caller';
 import { NotFoundError } from './errors';
 import type { JobService } from './job-service';
@@ -48,22 +48,36 @@ export class BackfillService {
   /**
    * A backfill of the job over the request's window. `dry_run: true` answers the plan and writes
    * nothing (not audited); otherwise the backfill is stored PENDING (DONE at once when nothing is
-   * left to fire) and audited as CreateBackfill, refusals included.
+   * left to fire) and audited as CreateBackfill, refusals included. A Kafka BACKFILL command
+   * (`command`) is applied once per command id, like the job commands.
    */
-  async create(caller: Caller, jobId: string, raw: unknown): Promise<BackfillPreview | Backfill> {
-    const dry = !!raw && typeof raw === 'object' && (raw as { dry_run?: unknown }).dry_run === true;
+  async create(
+    caller: Caller,
+    jobId: string,
+    raw: unknown,
+    command?: CommandStamp,
+  ): Promise<BackfillPreview | Backfill> {
+    const dry =
+      !command && !!raw && typeof raw === 'object' && (raw as { dry_run?: unknown }).dry_run === true;
     if (dry) return this.preview(caller, jobId, raw);
-    return this.jobs.audited(caller, 'CreateBackfill', auditJobId(jobId), {}, async (meta) => {
-      const p = await this.preview(caller, jobId, raw);
-      const job = visibleJob(caller, jobId, await this.backfills.findJob(jobId));
-      return this.backfills.create({
-        job,
-        request: p.request,
-        plan: p.plan,
-        createdBy: caller.actor,
-        audit: meta.audit,
-      });
-    });
+    return this.jobs.audited(
+      caller,
+      'CreateBackfill',
+      auditJobId(jobId),
+      command ? { command } : {},
+      async (meta) => {
+        const p = await this.preview(caller, jobId, raw);
+        const job = visibleJob(caller, jobId, await this.backfills.findJob(jobId));
+        return this.backfills.create({
+          job,
+          request: p.request,
+          plan: p.plan,
+          createdBy: caller.actor,
+          audit: meta.audit,
+          ...(command ? { command } : {}),
+        });
+      },
+    );
   }
 
   private async preview(caller: Caller, jobId: string, raw: unknown): Promise<BackfillPreview> {

@@ -21,7 +21,7 @@ import {
 } from '@tickwork/domain';
 import { inTransaction } from '../database';
 import { fireEventSnapshot } from './fire-snapshot';
-import { insertAudit, type AuditEntry } from './job.repository';
+import { DuplicateCommandError, insertAudit, type AuditEntry, type CommandStamp } from './job.repository';
 import { jobFromRow, JOB_COLUMNS, type JobRow } from './rows';
 
 /** A backfill as stored. */
@@ -167,9 +167,12 @@ export class BackfillRepository {
     plan: BackfillPlan;
     createdBy: string;
     audit: AuditEntry;
+    /** A Kafka command's stamp: recorded in the command ledger, a second copy is a DuplicateCommandError. */
+    command?: CommandStamp;
   }): Promise<Backfill> {
     return inTransaction(this.pool, async (client) => {
       const { job, request, plan } = req;
+      if (req.command) await stampCommand(client, req.command, job.jobId);
       const done = plan.items.length === 0;
       const { rows } = await client.query<BackfillRow>(
         `INSERT INTO backfills (tenant_id, job_id, shard, window_from, window_to, max_per_second, skip_reasons, status,
@@ -463,4 +466,25 @@ export class BackfillRepository {
       return { fenced: false, fired, foundRan: ranSeqs.size, status };
     });
   }
+}
+
+/** Records a command in the command ledger, once per (tenant, command id); a copy throws DuplicateCommandError. */
+async function stampCommand(client: PoolClient, c: CommandStamp, jobId: string): Promise<void> {
+  const { rows } = await client.query<{ inserted: boolean; outcome: string | null; reason: string | null }>(
+    `WITH ins AS (
+       INSERT INTO applied_commands (tenant_id, command_id, job_id, command_type) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (tenant_id, command_id) DO NOTHING RETURNING 1)
+     SELECT EXISTS (SELECT 1 FROM ins) AS inserted, a.outcome, a.reason
+       FROM (SELECT 1) one
+       LEFT JOIN applied_commands a ON a.tenant_id = $1 AND a.command_id = $2`,
+    [c.tenantId, c.commandId, jobId, c.type],
+  );
+  const stamp = rows[0];
+  if (!stamp?.inserted)
+    throw new DuplicateCommandError(
+      c.tenantId,
+      c.commandId,
+      stamp?.outcome ?? 'APPLIED',
+      stamp?.reason ?? null,
+    );
 }
