@@ -535,4 +535,56 @@ describe('backfill', () => {
       await producer.disconnect();
     }
   }, 120_000);
+
+  it('a scheduler killed mid-backfill: the next owner goes on from where it stopped; every occurrence fires once', async () => {
+    const job = 'bf-crash';
+    await createJob(TOKENS.a, job);
+    expect((await rest('POST', `/v1/jobs/${job}/pause`, TOKENS.a)).status).toBe(200);
+    const now = Math.floor((await dbNow()) / SECOND) * SECOND;
+    const from = now - 1_000 * SECOND;
+    // 30 occurrences at 4 a second: about 7 s left alone.
+    const run = await rest('POST', `/v1/jobs/${job}/backfills`, TOKENS.a, {
+      from: iso(from),
+      to: iso(from + 30 * SECOND),
+      max_per_second: 4,
+    });
+    expect(run.status).toBe(201);
+    const id = run.body.backfill_id as string;
+    await eventually('a few backfill fires', async () =>
+      (await backfillFires(job)).length >= 4 ? true : undefined,
+    );
+    await scheduler.kill();
+    const atKill = (await backfillFires(job)).length;
+    expect(atKill).toBeLessThan(30);
+    scheduler = startApp(
+      'scheduler',
+      env.env({ TICKWORK_TENANTS: TENANTS, TICKWORK_SHARDS: '4', TICKWORK_TICK_MS: '100' }),
+      await freePort(),
+    );
+    await scheduler.ready();
+    const done = await eventually(
+      'the backfill to finish under the new scheduler',
+      async () => {
+        const g = await rest('GET', `/v1/jobs/${job}/backfills/${id}`, TOKENS.a);
+        return g.body.status === 'DONE' ? g.body : undefined;
+      },
+      90_000,
+      250,
+    );
+    expect(done).toMatchObject({ planned: 30, fired: 30, found_ran: 0, remaining: 0 });
+    const fires = await backfillFires(job);
+    expect(fires.map((f) => f.nominal_time.getTime())).toEqual(
+      Array.from({ length: 30 }, (_, k) => from + k * SECOND),
+    );
+    expect(new Set(fires.map((f) => f.fence_token)).size).toBe(30);
+    const owners = await db.query<{ claimed_by: string }>(
+      `SELECT DISTINCT b.claimed_by FROM fires f JOIN fire_batches b USING (batch_id) WHERE f.job_id = $1 AND f.trigger = 'BACKFILL'`,
+      [job],
+    );
+    // Fires claimed as backfill:<id> (batches carry the backfill, not the instance); on Kafka, all.
+    expect(owners.rows.map((r) => r.claimed_by)).toEqual([`backfill:${id}`]);
+    await eventually('every backfill fire on Kafka', async () =>
+      (await backfillFires(job)).every((f) => f.enqueued_at !== null) ? true : undefined,
+    );
+  }, 150_000);
 });
