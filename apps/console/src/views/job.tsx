@@ -192,7 +192,9 @@ function Ledger(props: { job: Job; version: number }) {
                   ? 'scheduled'
                   : o.trigger === 'MANUAL'
                     ? 'triggered by hand'
-                    : 'replayed'}{' '}
+                    : o.trigger === 'BACKFILL'
+                      ? 'backfilled'
+                      : 'replayed'}{' '}
                 · fence {o.fence_token} · run <Badge value={o.run_status ?? 'not started'} />
                 {o.fence_token !== undefined && (
                   <a href={`#run-${o.fence_token}`} class="small">
