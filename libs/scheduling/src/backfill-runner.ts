@@ -93,11 +93,13 @@ export class BackfillRunner {
     try {
       const shards = this.opts.shards();
       const now = this.opts.now ?? Date.now;
+      // Counted about once a second; an idle instance (no active backfill) looks no more often,
+      // so a new backfill starts within a second and idling costs one statement a second.
       if (now() - this.lastCountMs >= 1_000) {
         this.lastCountMs = now();
         this.active = await this.store.activeCount(shards.map((s) => s.shard));
       }
-      if (shards.length === 0) return;
+      if (shards.length === 0 || this.active === 0) return;
       const due = await this.store.due(this.opts.owner, shards, this.opts.maxPerTick);
       for (const d of due) {
         if (this.stopped) return;
