@@ -271,6 +271,7 @@ describe('backfill', () => {
 
     // Another tenant sees none of it.
     expect((await rest('GET', `/v1/jobs/${job}/backfills/${id}`, TOKENS.b)).status).toBe(404);
+    expect((await rest('GET', `/v1/jobs/${job}/backfills`, TOKENS.b)).status).toBe(404);
     expect(
       (await rest('POST', `/v1/jobs/${job}/backfills`, TOKENS.b, { from: iso(from), to: iso(to) })).status,
     ).toBe(404);

@@ -113,7 +113,8 @@ export class BackfillService {
     );
     // A deleted job's backfills stay listed for their tenant; another tenant's are not shown.
     const visible = found.filter((b) => caller.tenantId === null || b.tenantId === caller.tenantId);
-    if (found.length === 0) await this.visibleJobOrNotFound(caller, jobId);
+    // Nothing of the caller's: the job must be one it may see (another tenant's is NOT_FOUND, as on GET).
+    if (visible.length === 0) await this.visibleJobOrNotFound(caller, jobId);
     const shown = visible.slice(0, limit);
     const last = shown[shown.length - 1];
     return {
