@@ -183,6 +183,26 @@ describe('planBackfill', () => {
     expect(plan.alreadyRan).toBe(1);
   });
 
+  it('reads a ledger with a skip record per occurrence (10,000 of each)', () => {
+    const occ = Array.from({ length: 10_000 }, (_, k) => ({
+      nominal: new Date(Date.UTC(2026, 5, 1) + k * 1_000),
+      dstShiftMs: 0,
+    }));
+    const skipped = occ.map((o) => ({ reason: 'OVERLAP', firstNominal: o.nominal, lastNominal: o.nominal }));
+    // A later record over the last hundred wins.
+    skipped.push({
+      reason: 'COALESCED',
+      firstNominal: occ[9_900]!.nominal,
+      lastNominal: occ[9_999]!.nominal,
+    });
+    const plan = planBackfill(occ, { fired: [occ[0]!], skipped }, ['OVERLAP']);
+    expect(plan.items).toHaveLength(9_899 - 0);
+    expect(plan.items.every((i) => i.reason === 'OVERLAP')).toBe(true);
+    expect(plan.items[0]!.nominal).toEqual(occ[1]!.nominal);
+    expect(plan.excluded).toEqual({ COALESCED: 100 });
+    expect(plan.alreadyRan).toBe(1);
+  });
+
   it('takes the latest skip record of an occurrence', () => {
     const plan = planBackfill(
       [at(1)],

@@ -212,23 +212,24 @@ export function planBackfill(
   skipReasons: readonly BackfillSkipReason[],
 ): BackfillPlan {
   const fired = new Set(ledger.fired.map((o) => occurrenceKey(o)));
+  const reasons = skipReasonsByOccurrence(occurrences, ledger.skipped);
   const items: BackfillItem[] = [];
   const excluded: Record<string, number> = {};
   let alreadyRan = 0;
-  for (const o of occurrences) {
+  occurrences.forEach((o, i) => {
     if (fired.has(occurrenceKey(o))) {
       alreadyRan++;
-      continue;
+      return;
     }
-    const reason = skipReasonOf(o.nominal, ledger.skipped);
-    if (reason === null) {
+    const reason = reasons[i];
+    if (reason === undefined) {
       items.push({ nominal: o.nominal, dstShiftMs: o.dstShiftMs, reason: 'NEVER_FIRED' });
     } else if ((skipReasons as readonly string[]).includes(reason)) {
       items.push({ nominal: o.nominal, dstShiftMs: o.dstShiftMs, reason: reason as BackfillSkipReason });
     } else {
       excluded[reason] = (excluded[reason] ?? 0) + 1;
     }
-  }
+  });
   return { items, alreadyRan, excluded };
 }
 
@@ -236,14 +237,36 @@ function occurrenceKey(o: Occurrence): string {
   return `${o.nominal.getTime()}/${o.dstShiftMs}`;
 }
 
-/** The reason of the last skip range holding `at` (a ledger reason `INVALID_DEFINITION: …` as INVALID_DEFINITION), or null. */
-function skipReasonOf(at: Date, skipped: BackfillLedger['skipped']): string | null {
-  let reason: string | null = null;
-  const t = at.getTime();
-  for (const s of skipped)
-    if (s.firstNominal.getTime() <= t && t <= s.lastNominal.getTime())
-      reason = s.reason.startsWith('INVALID_DEFINITION') ? 'INVALID_DEFINITION' : s.reason;
-  return reason;
+/**
+ * Each occurrence's skip reason: that of the last skip range (in ledger order) holding it, a ledger
+ * reason `INVALID_DEFINITION: …` read as INVALID_DEFINITION; undefined when none holds it. The
+ * occurrences are in time order, so each range is found by binary search: O(ranges · log n) plus
+ * the occurrences the ranges cover, not ranges × occurrences.
+ */
+function skipReasonsByOccurrence(
+  occurrences: readonly Occurrence[],
+  skipped: BackfillLedger['skipped'],
+): (string | undefined)[] {
+  const out: (string | undefined)[] = new Array<string | undefined>(occurrences.length);
+  const firstAtOrAfter = (t: number) => {
+    let lo = 0;
+    let hi = occurrences.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (occurrences[mid]!.nominal.getTime() < t) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
+  for (const s of skipped) {
+    const reason = s.reason.startsWith('INVALID_DEFINITION') ? 'INVALID_DEFINITION' : s.reason;
+    const last = s.lastNominal.getTime();
+    for (let i = firstAtOrAfter(s.firstNominal.getTime()); i < occurrences.length; i++) {
+      if (occurrences[i]!.nominal.getTime() > last) break;
+      out[i] = reason;
+    }
+  }
+  return out;
 }
 
 /** How many fires a backfill may make now, and the slot its next fire waits for. */
