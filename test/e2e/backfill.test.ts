@@ -459,6 +459,37 @@ describe('backfill', () => {
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toContain('to: must be after from');
     expect(await backfillFires(job)).toHaveLength(3);
+
+    // Their runs (an executor takes the fires) show the trigger on REST, gRPC and the CLI.
+    const executor = startApp(
+      'executor',
+      env.env({ TICKWORK_TENANTS: TENANTS, TICKWORK_SHARDS: '4' }),
+      await freePort(),
+    );
+    try {
+      await executor.ready();
+      const runs = await eventually(
+        'the runs of the backfill fires',
+        async () => {
+          const r = await rest('GET', `/v1/jobs/${job}/runs`, TOKENS.a);
+          const list = r.body.runs as Msg[];
+          return list.length === 3 ? list : undefined;
+        },
+        60_000,
+        250,
+      );
+      expect(runs.map((r) => [r.nominal_time, r.trigger]).sort()).toEqual(
+        [0, 1, 2].map((k) => [iso(now - (300 - k) * SECOND), 'BACKFILL']),
+      );
+      const grpcRuns = (await grpc.ok('ListRuns', { job_id: job })).runs as Msg[];
+      expect(grpcRuns.map((r) => r.trigger)).toEqual(Array(3).fill('FIRE_TRIGGER_BACKFILL'));
+      const cliRuns = await cli('--json', 'runs', job);
+      expect((JSON.parse(cliRuns.stdout) as { runs: Msg[] }).runs.map((r) => r.trigger)).toEqual(
+        Array(3).fill('FIRE_TRIGGER_BACKFILL'),
+      );
+    } finally {
+      await executor.stop();
+    }
   }, 120_000);
 
   it('Kafka: a BACKFILL command creates the backfill once (a copy is a duplicate); a bad one is rejected naming the field', async () => {
