@@ -111,6 +111,21 @@ describe('occurrencesInWindow', () => {
     ]);
   });
 
+  it('lists both occurrences dst_gap SHIFT puts at one instant (New York, 2026-03-08), told apart by their shift', () => {
+    const s = {
+      kind: 'cron',
+      expression: '45 2,3 * * *',
+      timeZone: 'America/New_York',
+      dstGap: 'SHIFT',
+      dstRepeat: 'AUTO',
+    } as unknown as Schedule;
+    const o = occurrencesInWindow(s, d('2026-03-08T05:00:00Z'), d('2026-03-08T09:00:00Z'));
+    expect(o.map((x) => [x.nominal.toISOString(), x.dstShiftMs])).toEqual([
+      ['2026-03-08T07:45:00.000Z', 3_600_000],
+      ['2026-03-08T07:45:00.000Z', 0],
+    ]);
+  });
+
   it('ignores max_fires (skipped occurrences never counted against it) but keeps start_at', () => {
     const s = {
       kind: 'interval',
