@@ -245,6 +245,11 @@ describe('backfill', () => {
     sorted.forEach((t, k) => expect(t).toBeGreaterThanOrEqual(createdAt + k * 200 - 5));
     expect(sorted[sorted.length - 1]! - createdAt).toBeLessThan((expected.length - 1) * 200 + 10_000);
     expect(await audits('CreateBackfill', job)).toBe(1);
+    // The scheduler's metrics count them, by tenant; the active gauge is exported.
+    const metrics = await (await fetch(`${scheduler.url}/metrics`)).text();
+    const counted = /^tickwork_backfill_fires_total\{[^}]*tenant="acme"[^}]*\} (\d+)/m.exec(metrics);
+    expect(Number(counted?.[1])).toBe(expected.length);
+    expect(metrics).toMatch(/^tickwork_backfills_active(\{[^}]*\})? \d+/m);
     // The occurrence ledger shows them with trigger BACKFILL.
     const occ = await rest('GET', `/v1/jobs/${job}/occurrences?page_size=200`, TOKENS.a);
     const backfilled = (occ.body.occurrences as Msg[]).filter((o) => o.trigger === 'BACKFILL');
