@@ -273,7 +273,10 @@ function Runs(props: { job: Job; version: number }) {
           <tbody>
             {(runs.data?.runs ?? []).map((r) => (
               <tr key={r.fence_token} id={`run-${r.fence_token}`}>
-                <td class="mono">{r.fence_token}</td>
+                <td class="mono">
+                  {r.fence_token}
+                  {r.trigger === 'BACKFILL' && <span class="muted small"> backfill</span>}
+                </td>
                 <td>
                   <Badge value={r.status} />
                 </td>
