@@ -88,6 +88,71 @@ CREATE SEQUENCE public.audit_events_id_seq
 ALTER SEQUENCE public.audit_events_id_seq OWNED BY public.audit_events.id;
 
 --
+-- Name: backfill_items; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.backfill_items (
+    backfill_id bigint NOT NULL,
+    seq integer NOT NULL,
+    nominal_time timestamp with time zone NOT NULL,
+    dst_shift_ms integer DEFAULT 0 NOT NULL,
+    reason text NOT NULL,
+    state text DEFAULT 'PLANNED'::text NOT NULL,
+    fence_token bigint,
+    CONSTRAINT backfill_items_state_check CHECK ((state = ANY (ARRAY['PLANNED'::text, 'FIRED'::text, 'ALREADY_RAN'::text])))
+);
+
+--
+-- Name: backfills; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.backfills (
+    backfill_id bigint NOT NULL,
+    tenant_id text NOT NULL,
+    job_id text NOT NULL,
+    shard integer NOT NULL,
+    window_from timestamp with time zone NOT NULL,
+    window_to timestamp with time zone NOT NULL,
+    max_per_second double precision NOT NULL,
+    skip_reasons text[] NOT NULL,
+    status text DEFAULT 'PENDING'::text NOT NULL,
+    planned integer NOT NULL,
+    fired integer DEFAULT 0 NOT NULL,
+    found_ran integer DEFAULT 0 NOT NULL,
+    already_ran integer DEFAULT 0 NOT NULL,
+    excluded jsonb DEFAULT '{}'::jsonb NOT NULL,
+    next_fire_at timestamp with time zone DEFAULT now() NOT NULL,
+    created_by text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    started_at timestamp with time zone,
+    finished_at timestamp with time zone,
+    cancelled_by text,
+    failure text,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT backfills_check CHECK ((window_to > window_from)),
+    CONSTRAINT backfills_max_per_second_check CHECK ((max_per_second > (0)::double precision)),
+    CONSTRAINT backfills_planned_check CHECK ((planned >= 0)),
+    CONSTRAINT backfills_status_check CHECK ((status = ANY (ARRAY['PENDING'::text, 'RUNNING'::text, 'CANCELLED'::text, 'DONE'::text, 'FAILED'::text])))
+);
+
+--
+-- Name: backfills_backfill_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+CREATE SEQUENCE public.backfills_backfill_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+--
+-- Name: backfills_backfill_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: -
+--
+
+ALTER SEQUENCE public.backfills_backfill_id_seq OWNED BY public.backfills.backfill_id;
+
+--
 -- Name: business_calendar_versions; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -150,7 +215,7 @@ CREATE TABLE public.fire_batches (
     enqueued_at timestamp with time zone,
     release_at timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT fire_batches_fires_check CHECK ((fires > 0)),
-    CONSTRAINT fire_batches_trigger_check CHECK ((trigger = ANY (ARRAY['SCHEDULE'::text, 'MANUAL'::text, 'REPLAY'::text])))
+    CONSTRAINT fire_batches_trigger_check CHECK ((trigger = ANY (ARRAY['SCHEDULE'::text, 'MANUAL'::text, 'REPLAY'::text, 'BACKFILL'::text])))
 );
 
 --
@@ -193,7 +258,7 @@ CREATE TABLE public.fires (
     calendar_shift_ms bigint DEFAULT 0 NOT NULL,
     calendar text,
     CONSTRAINT fires_dst_shift_ms_check CHECK ((dst_shift_ms >= 0)),
-    CONSTRAINT fires_trigger_check CHECK ((trigger = ANY (ARRAY['SCHEDULE'::text, 'MANUAL'::text, 'REPLAY'::text])))
+    CONSTRAINT fires_trigger_check CHECK ((trigger = ANY (ARRAY['SCHEDULE'::text, 'MANUAL'::text, 'REPLAY'::text, 'BACKFILL'::text])))
 );
 
 --
@@ -430,6 +495,12 @@ CREATE TABLE public.slo_watch (
 ALTER TABLE ONLY public.audit_events ALTER COLUMN id SET DEFAULT nextval('public.audit_events_id_seq'::regclass);
 
 --
+-- Name: backfills backfill_id; Type: DEFAULT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.backfills ALTER COLUMN backfill_id SET DEFAULT nextval('public.backfills_backfill_id_seq'::regclass);
+
+--
 -- Name: fire_batches batch_id; Type: DEFAULT; Schema: public; Owner: -
 --
 
@@ -454,6 +525,20 @@ ALTER TABLE ONLY public.applied_commands
 
 ALTER TABLE ONLY public.audit_events
     ADD CONSTRAINT audit_events_pkey PRIMARY KEY (id);
+
+--
+-- Name: backfill_items backfill_items_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.backfill_items
+    ADD CONSTRAINT backfill_items_pkey PRIMARY KEY (backfill_id, seq);
+
+--
+-- Name: backfills backfills_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.backfills
+    ADD CONSTRAINT backfills_pkey PRIMARY KEY (backfill_id);
 
 --
 -- Name: dead_letter_replays dead_letter_replays_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -579,6 +664,30 @@ CREATE INDEX audit_events_job_idx ON public.audit_events USING btree (job_id, at
 CREATE INDEX audit_events_tenant_idx ON public.audit_events USING btree (tenant_id, at DESC);
 
 --
+-- Name: backfill_items_planned_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX backfill_items_planned_idx ON public.backfill_items USING btree (backfill_id, seq) WHERE (state = 'PLANNED'::text);
+
+--
+-- Name: backfills_active_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX backfills_active_idx ON public.backfills USING btree (shard, next_fire_at) WHERE (status = ANY (ARRAY['PENDING'::text, 'RUNNING'::text]));
+
+--
+-- Name: backfills_job_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX backfills_job_idx ON public.backfills USING btree (job_id, backfill_id DESC);
+
+--
+-- Name: backfills_tenant_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX backfills_tenant_idx ON public.backfills USING btree (tenant_id, backfill_id DESC);
+
+--
 -- Name: business_calendar_versions_uq; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -609,10 +718,10 @@ CREATE INDEX fire_batches_shard_idx ON public.fire_batches USING btree (shard, b
 CREATE INDEX fires_batch_idx ON public.fires USING btree (batch_id);
 
 --
--- Name: fires_occurrence_calendar_uq; Type: INDEX; Schema: public; Owner: -
+-- Name: fires_occurrence_fired_uq; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE UNIQUE INDEX fires_occurrence_calendar_uq ON public.fires USING btree (job_id, nominal_time, dst_shift_ms, calendar_shift_ms) WHERE (trigger = 'SCHEDULE'::text);
+CREATE UNIQUE INDEX fires_occurrence_fired_uq ON public.fires USING btree (job_id, nominal_time, dst_shift_ms, calendar_shift_ms) WHERE (trigger = ANY (ARRAY['SCHEDULE'::text, 'BACKFILL'::text]));
 
 --
 -- Name: idempotency_keys_created_at_idx; Type: INDEX; Schema: public; Owner: -
@@ -739,6 +848,13 @@ CREATE TRIGGER job_runs_take_fire_version BEFORE INSERT ON public.job_runs FOR E
 --
 
 CREATE TRIGGER occurrence_skips_take_job_version BEFORE INSERT ON public.occurrence_skips FOR EACH ROW EXECUTE FUNCTION public.ledger_take_job_version();
+
+--
+-- Name: backfill_items backfill_items_backfill_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.backfill_items
+    ADD CONSTRAINT backfill_items_backfill_id_fkey FOREIGN KEY (backfill_id) REFERENCES public.backfills(backfill_id) ON DELETE CASCADE;
 
 --
 -- PostgreSQL database dump complete

@@ -111,7 +111,11 @@ const CODE_OF_HTTP: Record<number, string> = {
   422: 'FAILED_PRECONDITION',
 };
 /** The error code a rejected Kafka command is audited with, by its reject code. */
-const CODE_OF_REJECT: Record<string, string> = { INVALID_JOB: 'INVALID_ARGUMENT' };
+// INVALID_COMMAND is audited only for a BACKFILL refused for its request (the backfill record).
+const CODE_OF_REJECT: Record<string, string> = {
+  INVALID_JOB: 'INVALID_ARGUMENT',
+  INVALID_COMMAND: 'INVALID_ARGUMENT',
+};
 const pageToken = (o: unknown) => Buffer.from(JSON.stringify(o), 'utf8').toString('base64url');
 
 describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, nothing stored', () => {
@@ -313,6 +317,7 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
               (SELECT count(*) FROM idempotency_keys)::text AS idempotency_keys,
               (SELECT count(*) FROM applied_commands WHERE outcome = 'APPLIED')::text AS applied_commands,
               (SELECT md5(coalesce(string_agg(c::text, '|' ORDER BY c.name), '')) FROM business_calendars c) AS calendars,
+              (SELECT md5(coalesce(string_agg(b::text, '|' ORDER BY backfill_id), '')) FROM backfills b) AS backfills,
               (SELECT coalesce(max(id), 0) FROM audit_events)::text AS last_audit`,
     );
     return rows[0]!;
@@ -1762,6 +1767,182 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
     ],
   ];
   addInvalidGrpc(laterGrpc);
+
+  // Backfills: the window, the pace and the skip reasons, each refused naming its field (a dry
+  // run writes nothing, not even the refusal's audit row); a backfill id that is not one.
+  const hourAgo = () => new Date(Date.now() - 3_600_000).toISOString();
+  const dayAgo = () => new Date(Date.now() - 86_400_000).toISOString();
+  const backfillRest: [string, () => Json, string, boolean][] = [
+    ['no from', () => ({ to: hourAgo() }), 'from', true],
+    ['NUL in from', () => ({ from: `${dayAgo()}\u0000`, to: hourAgo() }), 'from', true],
+    [
+      'a day that does not exist in from',
+      () => ({ from: '2026-02-30T00:00:00Z', to: hourAgo() }),
+      'from',
+      true,
+    ],
+    ['to before from', () => ({ from: hourAgo(), to: dayAgo() }), 'to', true],
+    [
+      'to in the future',
+      () => ({ from: dayAgo(), to: new Date(Date.now() + 3_600_000).toISOString() }),
+      'to',
+      true,
+    ],
+    ['a window over 366 days', () => ({ from: '2020-01-01T00:00:00Z', to: hourAgo() }), 'to', true],
+    [
+      'max_per_second 0',
+      () => ({ from: dayAgo(), to: hourAgo(), max_per_second: 0 }),
+      'max_per_second',
+      true,
+    ],
+    [
+      'max_per_second as text',
+      () => ({ from: dayAgo(), to: hourAgo(), max_per_second: '5' }),
+      'max_per_second',
+      true,
+    ],
+    [
+      'max_per_second over 1000',
+      () => ({ from: dayAgo(), to: hourAgo(), max_per_second: 1e6 }),
+      'max_per_second',
+      true,
+    ],
+    [
+      'an unknown skip reason',
+      () => ({ from: dayAgo(), to: hourAgo(), skip_reasons: ['LATE'] }),
+      'skip_reasons[0]',
+      true,
+    ],
+    [
+      'skip_reasons not a list',
+      () => ({ from: dayAgo(), to: hourAgo(), skip_reasons: 'PAUSED' }),
+      'skip_reasons',
+      true,
+    ],
+    ['an unknown field', () => ({ from: dayAgo(), to: hourAgo(), everything: true }), 'everything', true],
+    ['a dry run with to before from', () => ({ from: hourAgo(), to: dayAgo(), dry_run: true }), 'to', false],
+  ];
+  for (const [name, body, field, audited] of backfillRest)
+    add({
+      name: `POST /v1/jobs/:id/backfills: ${name}`,
+      via: 'rest',
+      send: () => restOutcome(http('POST', '/v1/jobs/seed-1/backfills', { body: body() })),
+      status: 400,
+      field,
+      ...(audited ? { audited: 'CreateBackfill' } : {}),
+    });
+  add({
+    name: 'GET /v1/jobs/:id/backfills/:backfill_id: not a backfill id',
+    via: 'rest',
+    send: rest('GET', '/v1/jobs/seed-1/backfills/abc'),
+    status: 400,
+    field: 'backfill_id',
+  });
+  add({
+    name: 'POST /v1/jobs/:id/backfills/:backfill_id/cancel: backfill id 0',
+    via: 'rest',
+    send: rest('POST', '/v1/jobs/seed-1/backfills/0/cancel'),
+    status: 400,
+    field: 'backfill_id',
+    audited: 'CancelBackfill',
+  });
+  add({
+    name: 'GET /v1/jobs/:id/backfills: a page token of another listing',
+    via: 'rest',
+    send: rest(
+      'GET',
+      `/v1/jobs/seed-1/backfills?page_token=${pageToken({ k: 'runs:seed-1', before: 1, f: filtersDigest({}) })}`,
+    ),
+    status: 400,
+    field: 'page_token',
+  });
+  const backfillCommand = (backfill: Msg | null) => () => ({
+    ...command('BACKFILL', 'seed-1'),
+    backfill: backfill && { max_per_second: null, skip_reasons: null, ...backfill },
+  });
+  add({
+    name: 'BACKFILL: to before from',
+    via: 'kafka',
+    send: kafkaCommand(backfillCommand({ from: Date.now() - 3_600_000, to: Date.now() - 86_400_000 })),
+    status: 'INVALID_COMMAND',
+    field: 'backfill.to',
+    audited: 'CreateBackfill',
+  });
+  add({
+    name: 'BACKFILL: an unknown skip reason',
+    via: 'kafka',
+    send: kafkaCommand(
+      backfillCommand({ from: Date.now() - 86_400_000, to: Date.now() - 3_600_000, skip_reasons: ['LATE'] }),
+    ),
+    status: 'INVALID_COMMAND',
+    field: 'backfill.skip_reasons[0]',
+    audited: 'CreateBackfill',
+  });
+  add({
+    name: 'BACKFILL: no backfill record',
+    via: 'kafka',
+    send: kafkaCommand(backfillCommand(null)),
+    status: 'INVALID_COMMAND',
+    field: /backfill is required for BACKFILL/,
+  });
+  const secondsAgo = (s: number) => ({ seconds: Math.floor(Date.now() / 1000) - s, nanos: 0 });
+  addInvalidGrpc([
+    ['no from', 'CreateBackfill', { job_id: 'seed-1', to: secondsAgo(3600) }, 'from', 'CreateBackfill'],
+    [
+      'to before from',
+      'CreateBackfill',
+      { job_id: 'seed-1', from: secondsAgo(60), to: secondsAgo(3600) },
+      'to',
+      'CreateBackfill',
+    ],
+    [
+      'max_per_second over 1000',
+      'CreateBackfill',
+      { job_id: 'seed-1', from: secondsAgo(86_400), to: secondsAgo(3600), max_per_second: 5000 },
+      'max_per_second',
+      'CreateBackfill',
+    ],
+    [
+      'an unknown skip reason',
+      'CreateBackfill',
+      { job_id: 'seed-1', from: secondsAgo(86_400), to: secondsAgo(3600), skip_reasons: ['LATE'] },
+      'skip_reasons[0]',
+      'CreateBackfill',
+    ],
+    [
+      'skip_reasons with only_never_fired',
+      'CreateBackfill',
+      {
+        job_id: 'seed-1',
+        from: secondsAgo(86_400),
+        to: secondsAgo(3600),
+        skip_reasons: ['PAUSED'],
+        only_never_fired: true,
+      },
+      'skip_reasons',
+      'CreateBackfill',
+    ],
+    [
+      'a dry run with no to',
+      'CreateBackfill',
+      { job_id: 'seed-1', from: secondsAgo(3600), dry_run: true },
+      'to',
+    ],
+    ['not a backfill id', 'GetBackfill', { job_id: 'seed-1', backfill_id: 'x' }, 'backfill_id'],
+    [
+      'an empty backfill id',
+      'CancelBackfill',
+      { job_id: 'seed-1', backfill_id: '' },
+      'backfill_id',
+      'CancelBackfill',
+    ],
+    [
+      'a page token of another listing',
+      'ListBackfills',
+      { job_id: 'seed-1', page_token: 'bm90LWEtdG9rZW4' },
+      'page_token',
+    ],
+  ]);
 
   // Numbers JSON can write but a job cannot keep: 1e400 parses to Infinity, which jsonb would
   // store as null; NaN and ±Infinity in a protobuf double the same.

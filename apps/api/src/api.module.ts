@@ -10,6 +10,7 @@ import {
 } from '@nestjs/common';
 import type { ApiListenConfig, TenantRegistry, TickworkConfig } from '@tickwork/config';
 import {
+  BackfillService,
   BulkActionService,
   CalendarService,
   InsightService,
@@ -26,6 +27,7 @@ import {
   TELEMETRY,
 } from '@tickwork/runtime';
 import {
+  BackfillRepository,
   BulkRepository,
   CalendarRepository,
   ClusterStatsRepository,
@@ -43,6 +45,7 @@ import { HealthController } from './health.controller';
 import { InsightController } from './rest/insight.controller';
 import { BulkActionsController } from './rest/bulk-actions.controller';
 import { CalendarsController } from './rest/calendars.controller';
+import { BackfillsController } from './rest/backfills.controller';
 import { JobsController } from './rest/jobs.controller';
 import { JsonBodyOnly } from './rest/json-body.middleware';
 import { OpenApiController } from './rest/openapi.controller';
@@ -69,6 +72,7 @@ export class ApiModule implements NestModule, OnApplicationShutdown {
         JobsController,
         CalendarsController,
         BulkActionsController,
+        BackfillsController,
         InsightController,
         OpenApiController,
         HealthController,
@@ -155,6 +159,12 @@ export class ApiModule implements NestModule, OnApplicationShutdown {
           inject: [POOL, JobService],
         },
         {
+          provide: BackfillService,
+          useFactory: (pool: Pool, service: JobService) =>
+            new BackfillService(service, new BackfillRepository(pool)),
+          inject: [POOL, JobService],
+        },
+        {
           provide: JobHistoryService,
           useFactory: (jobs: JobRepository, history: HistoryRepository, service: JobService) =>
             new JobHistoryService(jobs, history, service),
@@ -174,6 +184,7 @@ export class ApiModule implements NestModule, OnApplicationShutdown {
         { path: 'v1/bulk-actions', method: RequestMethod.POST },
         { path: 'v1/calendars', method: RequestMethod.POST },
         { path: 'v1/calendars/:name', method: RequestMethod.PUT },
+        { path: 'v1/jobs/:jobId/backfills', method: RequestMethod.POST },
         { path: 'v1/schedules/preview', method: RequestMethod.POST },
       );
   }

@@ -10,6 +10,7 @@ import { Command, Option } from 'commander';
 import { parse as parseYaml } from 'yaml';
 import { AdminClient, CliError, type ClientOptions } from './client';
 import { calendarToProtoRequest, jobToProtoRequest, scheduleToProtoRequest } from './job-file';
+import { registerBackfillCommands } from './backfill-commands';
 import {
   printBulkAction,
   printCalendars,
@@ -538,6 +539,8 @@ program
         `token (give to the client; it is not stored):\n  ${token}\ntokens entry for the tenants file:\n  - ${JSON.stringify(entry)}`,
       );
   });
+
+registerBackfillCommands(program, { call, out });
 
 program.parseAsync(process.argv).catch((e: unknown) => {
   if (e instanceof CliError) {

@@ -34,6 +34,8 @@ export interface Run {
   error: string | null;
   /** The fire's W3C trace id; null when it was not traced. */
   trace_id: string | null;
+  /** What made its fire (SCHEDULE, MANUAL, REPLAY, BACKFILL); null when its fire log row was purged. */
+  trigger?: string | null;
 }
 
 export interface Schedule {

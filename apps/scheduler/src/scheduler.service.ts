@@ -9,7 +9,7 @@ import {
   type OnApplicationBootstrap,
 } from '@nestjs/common';
 import { loadTenants, type TenantRegistry, type TickworkConfig } from '@tickwork/config';
-import { JobService, jobServiceOptionsOf, ScheduleCommandHandler } from '@tickwork/jobs';
+import { BackfillService, JobService, jobServiceOptionsOf, ScheduleCommandHandler } from '@tickwork/jobs';
 import { planClaimedJob, TenantTokenBuckets, type ShardEpoch } from '@tickwork/domain';
 import {
   CommandCodec,
@@ -20,6 +20,7 @@ import {
 } from '@tickwork/messaging';
 import { LazyKafkaAdmin, openMessaging, type Messaging } from '@tickwork/runtime';
 import {
+  BackfillRunner,
   FireLoop,
   FirePublisher,
   PauseSweep,
@@ -31,6 +32,7 @@ import {
   type FireLoopEvents,
 } from '@tickwork/scheduling';
 import {
+  BackfillRepository,
   BulkRepository,
   ClusterStatsRepository,
   FireRepository,
@@ -48,6 +50,7 @@ import {
 } from '@tickwork/store';
 import {
   Attr,
+  BackfillMetrics,
   ClusterGauges,
   extractTraceContext,
   fireLogFields,
@@ -107,6 +110,7 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
   private sampler: ClusterSampler | undefined;
   private pauseSweep: PauseSweep | undefined;
   private sloSweeper: SloSweeper | undefined;
+  private backfills: BackfillRunner | undefined;
   private readonly metrics: SchedulerMetrics;
   /** Fire lines (debug) go to pino directly, so their fields are built only when enabled. */
   private readonly fireLog: PinoLogger;
@@ -249,6 +253,7 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
       },
     });
     this.pauseSweep.start();
+    this.backfills = this.startBackfillRunner(ownership, buckets.buckets);
     this.sampler = new ClusterSampler(
       new ClusterStatsRepository(this.pool),
       () => this.admin.get(),
@@ -271,6 +276,42 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
     this.sampler.start();
     this.sloSweeper = this.startSloSweeper(ownership);
     this.log.log(`scheduler ${c.instanceId} started (group ${c.scheduler.groupId}, ${c.shardCount} shards)`);
+  }
+
+  /**
+   * Backfills of the held shards, paced and within the tenants' fire-rate caps (the fire loop's
+   * buckets): their fires go into the outbox, which the fire loops' relay publishes at once.
+   */
+  private startBackfillRunner(
+    ownership: ShardOwnership,
+    buckets: TenantTokenBuckets | undefined,
+  ): BackfillRunner {
+    const c = this.config;
+    const runner: BackfillRunner = new BackfillRunner(
+      new BackfillRepository(this.pool),
+      {
+        owner: c.instanceId,
+        everyMs: Math.min(c.scheduler.tickMs, 100),
+        maxPerStep: 500,
+        maxPerTick: 100,
+        shards: () => ownership.claimable(),
+        ...(buckets ? { buckets } : {}),
+      },
+      {
+        onFired: (fired, backfillId) => {
+          metrics.fired(fired);
+          this.log.debug(`backfill ${backfillId}: ${fired.length} fire(s) in the outbox`);
+        },
+        onFinished: (backfillId, status) => this.log.log(`backfill ${backfillId} ${status}`),
+        onError: (e) => {
+          this.metrics.error('backfill-runner');
+          this.log.warn(`backfill runner (retried): ${e.message}`);
+        },
+      },
+    );
+    const metrics = new BackfillMetrics(this.telemetry.tenants, () => runner.activeBackfills());
+    runner.start();
+    return runner;
   }
 
   /** The fire SLO sweep over the held shards: LATE / MISSED into the ledger, and their metrics. */
@@ -527,6 +568,7 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
         shardCount: c.shardCount,
         maxCommandBytes: c.api.maxPayloadBytes + 64 * 1024,
         storeHealthy: async () => (await this.pool.query('SELECT 1')).rowCount === 1,
+        backfills: new BackfillService(jobs, new BackfillRepository(this.pool)),
         log: (message, level) => (level === 'info' ? this.log.log(message) : this.log.warn(message)),
       },
       // Misplaced commands go to their shard's partition in one send, in their order: an
@@ -551,6 +593,7 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
     await this.pauseSweep?.stop();
     await this.sampler?.stop();
     await this.sloSweeper?.stop();
+    await this.backfills?.stop();
     await Promise.all(this.loops.map((l) => l.stop()));
     await this.consumer?.stop().catch(() => undefined);
     await this.ownership?.stop().catch(() => undefined);

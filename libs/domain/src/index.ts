@@ -18,3 +18,4 @@ export * from './bulk-action';
 export * from './fire-slo';
 export * from './calendar-planner';
 export * from './calendar-wire';
+export * from './backfill';

@@ -23,6 +23,7 @@ import { DuplicateCommandError } from '@tickwork/store';
 import type { Caller } from './caller';
 import { errorCodeOf, JobNotFoundError } from './errors';
 import type { JobService } from './job-service';
+import type { BackfillService } from './backfill-service';
 
 /** A command message as consumed (structurally the messaging port's InboundMessage). */
 export interface CommandMessage {
@@ -50,6 +51,8 @@ export interface ScheduleCommand {
   readonly job: Record<string, JsonValue> | null;
   readonly issuedAt: Date;
   readonly expectedVersion: number | null;
+  /** BACKFILL's request ({from, to, max_per_second?, skip_reasons?}); null or absent otherwise. */
+  readonly backfill?: Record<string, JsonValue> | null;
 }
 
 /** Reads command bytes: poison is a failure with a reason; an unreachable registry throws. */
@@ -118,9 +121,11 @@ export interface CommandHandlerOptions {
   readonly maxUnexpectedFailures?: number;
   /** Rejections are logged as warnings, forwards as info. */
   readonly log?: (message: string, level: 'info' | 'warn') => void;
+  /** Applies BACKFILL commands; without it they are rejected as UNKNOWN_TYPE. */
+  readonly backfills?: BackfillService;
 }
 
-export const COMMAND_TYPES = ['UPSERT', 'PAUSE', 'RESUME', 'DELETE', 'TRIGGER'] as const;
+export const COMMAND_TYPES = ['UPSERT', 'PAUSE', 'RESUME', 'DELETE', 'TRIGGER', 'BACKFILL'] as const;
 
 type Outcome =
   | { readonly kind: 'applied' | 'duplicate'; readonly type: string }
@@ -282,6 +287,10 @@ export class ScheduleCommandHandler {
     if (!(COMMAND_TYPES as readonly string[]).includes(c.type))
       throw new Rejection('UNKNOWN_TYPE', `command type ${c.type} is not one this version applies`);
     if (c.type === 'UPSERT' && !c.job) throw new Rejection('INVALID_COMMAND', 'job is required for UPSERT');
+    if (c.type === 'BACKFILL' && !this.opts.backfills)
+      throw new Rejection('UNKNOWN_TYPE', 'command type BACKFILL is not applied by this consumer');
+    if (c.type === 'BACKFILL' && !c.backfill)
+      throw new Rejection('INVALID_COMMAND', 'backfill is required for BACKFILL');
     return c;
   }
 
@@ -307,6 +316,19 @@ export class ScheduleCommandHandler {
           break;
         case 'TRIGGER':
           await this.jobs.triggerJob(caller, c.jobId, stamp);
+          break;
+        case 'BACKFILL':
+          try {
+            await this.opts.backfills!.create(caller, c.jobId, c.backfill ?? {}, stamp);
+          } catch (e) {
+            // The request's fields are the command's backfill record, not a job definition.
+            if (e instanceof ValidationError)
+              throw new Rejection(
+                'INVALID_COMMAND',
+                e.violations.map((v) => `backfill.${v.field}: ${v.message}`).join('; '),
+              );
+            throw e;
+          }
           break;
       }
       return 'applied';

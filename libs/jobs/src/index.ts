@@ -79,3 +79,9 @@ export {
   REPLAN_BATCH,
 } from './calendar-service';
 export { type CalendarResolver } from './job-service';
+export {
+  BackfillService,
+  isBackfillPreview,
+  type BackfillDetail,
+  type BackfillPreview,
+} from './backfill-service';

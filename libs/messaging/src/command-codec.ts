@@ -18,13 +18,15 @@ export type CommandDecodeFailure = 'UNDECODABLE' | 'UNKNOWN_SCHEMA' | 'SCHEMA_MI
 /** A decoded command, with the job definition in the shared snake_case wire form (not yet validated). */
 export interface DecodedScheduleCommand {
   readonly commandId: string;
-  /** UPSERT, PAUSE, RESUME, DELETE, TRIGGER, or UNKNOWN (a type newer than this reader). */
+  /** UPSERT, PAUSE, RESUME, DELETE, TRIGGER, BACKFILL, or UNKNOWN (a type newer than this reader). */
   readonly type: string;
   readonly tenantId: string;
   readonly jobId: string;
   readonly job: Record<string, JsonValue> | null;
   readonly issuedAt: Date;
   readonly expectedVersion: number | null;
+  /** BACKFILL's request in the API's wire form ({from, to, max_per_second?, skip_reasons?}), not yet validated. */
+  readonly backfill?: Record<string, JsonValue> | null;
 }
 
 export type CommandDecodeResult =
@@ -158,9 +160,18 @@ function commandFromAvro(value: unknown): CommandDecodeResult {
       return bad(`job: ${(e as Error).message}`);
     }
   }
+  let backfill: Record<string, JsonValue> | null = null;
+  if (v.backfill !== null && v.backfill !== undefined) {
+    try {
+      backfill = backfillSpecFromAvro(v.backfill as Record<string, unknown>);
+    } catch (e) {
+      return bad(`backfill: ${(e as Error).message}`);
+    }
+  }
   return {
     ok: true,
     command: {
+      backfill,
       commandId: v.command_id as string,
       type: v.type as string,
       tenantId: v.tenant_id as string,
@@ -302,8 +313,44 @@ function jobSpecFromAvro(j: Record<string, unknown>): Record<string, JsonValue> 
 
 const ms = (raw: JsonValue | undefined): number | null => (typeof raw === 'string' ? Date.parse(raw) : null);
 
+/** Avro BackfillSpec (a union branch, possibly wrapped in its type name) → the API's wire form. */
+function backfillSpecFromAvro(raw: Record<string, unknown>): Record<string, JsonValue> {
+  const b = (raw[`${NS}.BackfillSpec`] ?? raw) as Record<string, unknown>;
+  const at = (v: unknown, field: string): string => {
+    const d = typeof v === 'number' ? new Date(v) : undefined;
+    if (!d || Number.isNaN(d.getTime()))
+      throw new Error(`${field}: ${String(v)} ms is not an instant within ${INSTANT_RANGE}`);
+    return d.toISOString();
+  };
+  const rate = unwrapNullable(b.max_per_second);
+  const reasons = unwrapNullable(b.skip_reasons);
+  return compact({
+    from: at(b.from, 'from'),
+    to: at(b.to, 'to'),
+    max_per_second: typeof rate === 'number' ? rate : undefined,
+    skip_reasons: Array.isArray(reasons) ? (reasons as string[]) : undefined,
+  });
+}
+
+/** A nullable union's value: avsc gives it as is, or wrapped as {type: value}. */
+function unwrapNullable(v: unknown): unknown {
+  if (v && typeof v === 'object' && !Array.isArray(v)) {
+    const entries = Object.entries(v as Record<string, unknown>);
+    if (entries.length === 1) return entries[0]![1];
+  }
+  return v;
+}
+
 function commandToAvro(c: DecodedScheduleCommand): Record<string, unknown> {
   return {
+    backfill: c.backfill
+      ? {
+          from: Date.parse(String(c.backfill.from)),
+          to: Date.parse(String(c.backfill.to)),
+          max_per_second: (c.backfill.max_per_second ?? null) as number | null,
+          skip_reasons: (c.backfill.skip_reasons ?? null) as string[] | null,
+        }
+      : null,
     command_id: c.commandId,
     type: c.type,
     tenant_id: c.tenantId,

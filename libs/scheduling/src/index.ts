@@ -10,3 +10,10 @@ export {
   type SloSweeperOptions,
   type SloSweeperEvents,
 } from './slo-sweeper';
+export {
+  BackfillRunner,
+  type BackfillRunnerOptions,
+  type BackfillRunnerEvents,
+  type BackfillStore,
+  type DueBackfillRef,
+} from './backfill-runner';

@@ -83,3 +83,10 @@ export {
 } from './repositories/slo.repository';
 export { CalendarRepository, type CalendarWrite, type ReplanJob } from './repositories/calendar.repository';
 export { JOB_CALENDARS_SQL } from './repositories/calendar-rows';
+export {
+  BackfillRepository,
+  type Backfill,
+  type BackfillItemState,
+  type BackfillStep,
+  type DueBackfill,
+} from './repositories/backfill.repository';

@@ -14,6 +14,7 @@ export {
   ClusterGauges,
   ExecutorMetrics,
   SchedulerMetrics,
+  BackfillMetrics,
   SloMetrics,
   type SloJobSample,
   type SloVerdictRecord,

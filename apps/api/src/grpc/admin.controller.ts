@@ -5,8 +5,10 @@ import { GrpcMethod } from '@nestjs/microservices';
 import type { ApiListenConfig, TenantRegistry, TickworkConfig } from '@tickwork/config';
 import { ValidationError, type JsonValue } from '@tickwork/domain';
 import {
+  BackfillService,
   BulkActionService,
   CalendarService,
+  isBackfillPreview,
   InsightService,
   JobHistoryService,
   JobService,
@@ -20,6 +22,7 @@ import { CONFIG, LISTEN, TENANTS } from '../tokens';
 import { DeadlineExceededError, GrpcErrorsFilter, toGrpcError } from './grpc-errors.filter';
 import { undecodableRequest } from './request-decoding';
 import { GrpcTelemetryInterceptor } from './grpc-telemetry.interceptor';
+import { backfillPlanToProto, backfillRequestFromProto, backfillToProto } from './backfill-mapping';
 import {
   calendarFromProto,
   calendarToProto,
@@ -56,6 +59,7 @@ export class AdminGrpcController {
     private readonly insight: InsightService,
     private readonly bulk: BulkActionService,
     private readonly calendars: CalendarService,
+    private readonly backfills: BackfillService,
     private readonly auth: Authenticator,
     @Inject(CONFIG) private readonly config: TickworkConfig,
     @Inject(LISTEN) private readonly listen: ApiListenConfig,
@@ -179,6 +183,61 @@ export class AdminGrpcController {
       },
       undefined,
       { action: 'BulkAction', jobId: null },
+    );
+  }
+
+  @GrpcMethod('SchedulerAdmin', 'CreateBackfill')
+  createBackfill(req: Msg, md: Metadata, call: Call): Promise<Msg> {
+    return this.serve(
+      md,
+      call,
+      async (c) => {
+        let body: Record<string, JsonValue>;
+        try {
+          body = backfillRequestFromProto(req);
+        } catch (e) {
+          if (req.dry_run === true) throw e;
+          return this.jobs.refuse(c, 'CreateBackfill', str(req.job_id), e);
+        }
+        const r = await this.backfills.create(c, str(req.job_id), body);
+        return isBackfillPreview(r) ? { plan: backfillPlanToProto(r) } : { backfill: backfillToProto(r) };
+      },
+      undefined,
+      // A dry run writes nothing, not even the audit row of a refused call.
+      req.dry_run === true ? undefined : { action: 'CreateBackfill', jobId: str(req.job_id) },
+    );
+  }
+
+  @GrpcMethod('SchedulerAdmin', 'ListBackfills')
+  listBackfills(req: Msg, md: Metadata, call: Call): Promise<Msg> {
+    return this.serve(md, call, async (c) => {
+      const page = await this.backfills.list(c, str(req.job_id), {
+        pageSize: num(req.page_size),
+        pageToken: str(req.page_token),
+      });
+      return {
+        backfills: page.backfills.map((b) => backfillToProto(b)),
+        next_page_token: page.nextPageToken,
+      };
+    });
+  }
+
+  @GrpcMethod('SchedulerAdmin', 'GetBackfill')
+  getBackfill(req: Msg, md: Metadata, call: Call): Promise<Msg> {
+    return this.serve(md, call, async (c) => {
+      const d = await this.backfills.get(c, str(req.job_id), str(req.backfill_id));
+      return backfillToProto(d.backfill, d.occurrences);
+    });
+  }
+
+  @GrpcMethod('SchedulerAdmin', 'CancelBackfill')
+  cancelBackfill(req: Msg, md: Metadata, call: Call): Promise<Msg> {
+    return this.serve(
+      md,
+      call,
+      async (c) => backfillToProto(await this.backfills.cancel(c, str(req.job_id), str(req.backfill_id))),
+      undefined,
+      { action: 'CancelBackfill', jobId: str(req.job_id) },
     );
   }
 

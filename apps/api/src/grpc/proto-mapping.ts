@@ -408,7 +408,9 @@ export function updatePreviewToProto(p: UpdatePreview): Msg {
 }
 
 /** A run as a Run message (trace_id empty when the ledger has no trace for it). */
-export function runToProto(run: Run & { readonly traceId?: string | null }): Msg {
+export function runToProto(
+  run: Run & { readonly traceId?: string | null; readonly trigger?: string | null },
+): Msg {
   return {
     job_id: run.jobId,
     fence_token: run.fenceToken,
@@ -425,6 +427,7 @@ export function runToProto(run: Run & { readonly traceId?: string | null }): Msg
     ...(typeof run.jobVersion === 'number' ? { job_version: run.jobVersion } : {}),
     trace_id: run.traceId ?? '',
     spread_offset_ms: run.spreadOffsetMs ?? 0,
+    trigger: toEnum(run.trigger, 'FIRE_TRIGGER_'),
   };
 }
 

@@ -29,7 +29,9 @@ export function jobJson(job: Job, lastRun?: Run | null): Wire {
 }
 
 /** A run; `trace_id` is its fire's trace when the ledger read it (null when untraced or purged). */
-export function runJson(run: Run & { readonly traceId?: string | null }): Wire {
+export function runJson(
+  run: Run & { readonly traceId?: string | null; readonly trigger?: string | null },
+): Wire {
   return {
     job_id: run.jobId,
     fire_id: run.fireId,
@@ -45,6 +47,7 @@ export function runJson(run: Run & { readonly traceId?: string | null }): Wire {
     error: run.error,
     job_version: run.jobVersion ?? null,
     trace_id: run.traceId ?? null,
+    trigger: run.trigger ?? null,
     spread_offset_ms: run.spreadOffsetMs ?? 0,
     // From the nominal time under a herd window (the slot's offset counts), else from scheduled_for.
     lateness_ms: run.startedAt

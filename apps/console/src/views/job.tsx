@@ -192,7 +192,9 @@ function Ledger(props: { job: Job; version: number }) {
                   ? 'scheduled'
                   : o.trigger === 'MANUAL'
                     ? 'triggered by hand'
-                    : 'replayed'}{' '}
+                    : o.trigger === 'BACKFILL'
+                      ? 'backfilled'
+                      : 'replayed'}{' '}
                 · fence {o.fence_token} · run <Badge value={o.run_status ?? 'not started'} />
                 {o.fence_token !== undefined && (
                   <a href={`#run-${o.fence_token}`} class="small">
@@ -271,7 +273,10 @@ function Runs(props: { job: Job; version: number }) {
           <tbody>
             {(runs.data?.runs ?? []).map((r) => (
               <tr key={r.fence_token} id={`run-${r.fence_token}`}>
-                <td class="mono">{r.fence_token}</td>
+                <td class="mono">
+                  {r.fence_token}
+                  {r.trigger === 'BACKFILL' && <span class="muted small"> backfill</span>}
+                </td>
                 <td>
                   <Badge value={r.status} />
                 </td>

@@ -9,7 +9,7 @@ import { LEDGER_RUN_COLUMNS, LEDGER_RUN_FROM, ledgerRunFromRow, type LedgerRun, 
 
 type LedgerRunRow = RunRow & { traceparent: string | null };
 
-export type FireTrigger = 'SCHEDULE' | 'MANUAL' | 'REPLAY';
+export type FireTrigger = 'SCHEDULE' | 'MANUAL' | 'REPLAY' | 'BACKFILL';
 
 /** One entry of the occurrence ledger: a fire, or a range of occurrences that did not fire. */
 export type OccurrenceEntry =

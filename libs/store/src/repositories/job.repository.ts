@@ -405,6 +405,7 @@ function traceOrigin(): string | null {
   return carrier ? JSON.stringify(carrier) : null;
 }
 
+/** Writes one audit event (inside the caller's transaction when `db` is its client). */
 export async function insertAudit(
   db: Queryable,
   a: AuditEntry,

@@ -148,20 +148,24 @@ export function runFromRow(row: RunRow): Run {
 export interface LedgerRun extends Run {
   /** The W3C trace id (32 hex) of the fire's trace (fires.trace_context), or null when untraced or purged. */
   readonly traceId: string | null;
+  /** What made its fire: SCHEDULE, MANUAL, REPLAY or BACKFILL; null when the fire log row was purged. */
+  readonly trigger: 'SCHEDULE' | 'MANUAL' | 'REPLAY' | 'BACKFILL' | null;
 }
 
-/** The run columns of job_runs `r`, and the traceparent of its fire `f` (joined on the fire's key). */
+/** The run columns of job_runs `r`, and the traceparent and trigger of its fire `f` (joined on the fire's key). */
 export const LEDGER_RUN_COLUMNS = `${RUN_COLUMNS.split(', ')
   .map((c) => `r.${c}`)
-  .join(', ')}, f.trace_context->>'traceparent' AS traceparent`;
+  .join(', ')}, f.trace_context->>'traceparent' AS traceparent, f.trigger AS fire_trigger`;
 
 /** job_runs `r` with its fire `f`: a primary-key probe per run (fires may be purged first: a left join). */
 export const LEDGER_RUN_FROM =
   'job_runs r LEFT JOIN fires f ON f.job_id = r.job_id AND f.fence_token = r.fence_token';
 
 /** A job_runs row read with LEDGER_RUN_COLUMNS as a LedgerRun. */
-export function ledgerRunFromRow(row: RunRow & { traceparent: string | null }): LedgerRun {
-  return { ...runFromRow(row), traceId: traceIdOf(row.traceparent) };
+export function ledgerRunFromRow(
+  row: RunRow & { traceparent: string | null; fire_trigger?: LedgerRun['trigger'] },
+): LedgerRun {
+  return { ...runFromRow(row), traceId: traceIdOf(row.traceparent), trigger: row.fire_trigger ?? null };
 }
 
 /** The trace id of a W3C traceparent, or null when it is absent or not a valid context. */

@@ -1,9 +1,10 @@
 /**
  * Tickwork's metrics: each declared once beside the recorder that records it (scheduler,
- * cluster gauges, executor, API, fire SLOs); this module lists them all for the dashboard, the
+ * cluster gauges, executor, API, fire SLOs, backfills); this module lists them all for the dashboard, the
  * alert rules and their tests.
  */
 import { API_METRICS } from './api-metrics';
+import { BACKFILL_METRICS } from './backfill-metrics';
 import { CLUSTER_METRICS } from './cluster-gauges';
 import { EXECUTOR_METRICS } from './executor-metrics';
 import { SCHEDULER_METRICS } from './scheduler-metrics';
@@ -11,6 +12,7 @@ import { SLO_METRICS } from './slo-metrics';
 import { prometheusSeries, type MetricSpec } from './spec';
 
 export { ApiMetrics, API_METRICS } from './api-metrics';
+export { BackfillMetrics, BACKFILL_METRICS } from './backfill-metrics';
 export { ClusterGauges, CLUSTER_METRICS, type ClusterSample } from './cluster-gauges';
 export { ExecutorMetrics, EXECUTOR_METRICS, type AttemptRecord } from './executor-metrics';
 export { SchedulerMetrics, SCHEDULER_METRICS, type SkipRecord } from './scheduler-metrics';
@@ -33,6 +35,7 @@ const ALL = {
   ...EXECUTOR_METRICS,
   ...API_METRICS,
   ...SLO_METRICS,
+  ...BACKFILL_METRICS,
 } as const;
 
 /** Every Tickwork metric recorded through these recorders, by key: its OpenTelemetry name. */

@@ -1,0 +1,181 @@
+/**
+ * Backfill: fire the occurrences of a job between two instants that did not run. A dry run lists
+ * exactly the occurrences a backfill would fire (and writes nothing); a backfill stores the plan,
+ * and the scheduler holding the job's shard fires it, paced (see BackfillRunner in scheduling).
+ * Tenancy as for the job's other calls; creating and cancelling are audited.
+ */
+import {
+  JOB_ID_PATTERN,
+  occurrencesInWindow,
+  parseBackfillRequest,
+  planBackfill,
+  ValidationError,
+  backfillIdProblem,
+  type BackfillPlan,
+  type BackfillRequest,
+} from '@tickwork/domain';
+import type { Backfill, BackfillItemState, BackfillRepository, CommandStamp } from '@tickwork/store';
+import { visibleJob, type Caller } from './caller';
+import { NotFoundError } from './errors';
+import type { JobService } from './job-service';
+import { checkPosition, decodePageToken, encodePageToken, pageSize, TOKEN_FIELD } from './page-token';
+
+/** A dry run's answer: what a backfill of this request would fire, and what it would leave out. */
+export interface BackfillPreview {
+  readonly jobId: string;
+  readonly request: BackfillRequest;
+  readonly plan: BackfillPlan;
+  /** How long the fires would take at the request's pace (the tenant's cap may slow them). */
+  readonly estimatedDurationMs: number;
+}
+
+/** A backfill with its planned occurrences (for GET of one). */
+export interface BackfillDetail {
+  readonly backfill: Backfill;
+  readonly occurrences: readonly BackfillItemState[];
+}
+
+/** Most occurrences one GET lists: every occurrence of the largest backfill. */
+const DETAIL_OCCURRENCES = 10_000;
+
+export class BackfillService {
+  constructor(
+    private readonly jobs: JobService,
+    private readonly backfills: BackfillRepository,
+    private readonly now: () => Date = () => new Date(),
+  ) {}
+
+  /**
+   * A backfill of the job over the request's window. `dry_run: true` answers the plan and writes
+   * nothing (not audited); otherwise the backfill is stored PENDING (DONE at once when nothing is
+   * left to fire) and audited as CreateBackfill, refusals included. A Kafka BACKFILL command
+   * (`command`) is applied once per command id, like the job commands.
+   */
+  async create(
+    caller: Caller,
+    jobId: string,
+    raw: unknown,
+    command?: CommandStamp,
+  ): Promise<BackfillPreview | Backfill> {
+    const dry =
+      !command && !!raw && typeof raw === 'object' && (raw as { dry_run?: unknown }).dry_run === true;
+    if (dry) return this.preview(caller, jobId, raw);
+    return this.jobs.audited(
+      caller,
+      'CreateBackfill',
+      auditJobId(jobId),
+      command ? { command } : {},
+      async (meta) => {
+        const p = await this.preview(caller, jobId, raw);
+        const job = visibleJob(caller, jobId, await this.backfills.findJob(jobId));
+        return this.backfills.create({
+          job,
+          request: p.request,
+          plan: p.plan,
+          createdBy: caller.actor,
+          audit: meta.audit,
+          ...(command ? { command } : {}),
+        });
+      },
+    );
+  }
+
+  private async preview(caller: Caller, jobId: string, raw: unknown): Promise<BackfillPreview> {
+    checkJobId(jobId);
+    const request = parseBackfillRequest(raw, this.now());
+    const job = visibleJob(caller, jobId, await this.backfills.findJob(jobId));
+    // A calendar moves or skips occurrences, so the ledger's rows are not the schedule's instants:
+    // planning through the calendar is not built yet, and a plan without it could fire twice.
+    if ((job.policies.calendars?.length ?? 0) > 0)
+      throw new ValidationError([
+        {
+          field: 'job_id',
+          message:
+            'names business calendars (policies.calendars): a backfill of such a job is not supported yet',
+        },
+      ]);
+    const occurrences = occurrencesInWindow(job.schedule, request.from, request.to);
+    const ledger = await this.backfills.ledger(jobId, request.from, request.to);
+    const plan = planBackfill(occurrences, ledger, request.skipReasons);
+    return {
+      jobId,
+      request,
+      plan,
+      estimatedDurationMs: Math.round((Math.max(0, plan.items.length - 1) * 1000) / request.maxPerSecond),
+    };
+  }
+
+  /** A job's backfills, newest first. */
+  async list(
+    caller: Caller,
+    jobId: string,
+    page: { pageSize?: number; pageToken?: string },
+  ): Promise<{ backfills: Backfill[]; nextPageToken: string }> {
+    checkJobId(jobId);
+    const limit = pageSize(page.pageSize);
+    const kind = `backfills:${jobId}`;
+    const pos = decodePageToken(page.pageToken, kind);
+    if (pos) checkPosition(pos, { before: TOKEN_FIELD.fenceToken });
+    const found = await this.backfills.list(
+      jobId,
+      limit + 1,
+      typeof pos?.before === 'number' ? pos.before : undefined,
+    );
+    // A deleted job's backfills stay listed for their tenant; another tenant's are not shown.
+    const visible = found.filter((b) => caller.tenantId === null || b.tenantId === caller.tenantId);
+    // Nothing of the caller's: the job must be one it may see (another tenant's is NOT_FOUND, as on GET).
+    if (visible.length === 0) await this.visibleJobOrNotFound(caller, jobId);
+    const shown = visible.slice(0, limit);
+    const last = shown[shown.length - 1];
+    return {
+      backfills: shown,
+      nextPageToken: found.length > limit && last ? encodePageToken(kind, { before: last.backfillId }) : '',
+    };
+  }
+
+  /** One backfill of the job, with its planned occurrences and what became of each. */
+  async get(caller: Caller, jobId: string, backfillId: string): Promise<BackfillDetail> {
+    const backfill = await this.visibleBackfill(caller, jobId, backfillId);
+    return { backfill, occurrences: await this.backfills.items(backfill.backfillId, DETAIL_OCCURRENCES) };
+  }
+
+  /** Cancels a backfill: no fire after this call (those already in the outbox go out). Idempotent; audited. */
+  async cancel(caller: Caller, jobId: string, backfillId: string): Promise<Backfill> {
+    return this.jobs.audited(caller, 'CancelBackfill', auditJobId(jobId), {}, async (meta) => {
+      const b = await this.visibleBackfill(caller, jobId, backfillId);
+      const after = await this.backfills.cancel(b.backfillId, caller.actor, meta.audit);
+      if (!after) throw new NotFoundError(`backfill ${backfillId} of job ${jobId} not found`);
+      return after;
+    });
+  }
+
+  private async visibleBackfill(caller: Caller, jobId: string, backfillId: string): Promise<Backfill> {
+    checkJobId(jobId);
+    const problems = backfillIdProblem(backfillId);
+    if (problems.length > 0) throw new ValidationError(problems);
+    const b = await this.backfills.get(Number(backfillId));
+    if (!b || b.jobId !== jobId || (caller.tenantId !== null && b.tenantId !== caller.tenantId))
+      throw new NotFoundError(`backfill ${backfillId} of job ${jobId} not found`);
+    return b;
+  }
+
+  private async visibleJobOrNotFound(caller: Caller, jobId: string): Promise<void> {
+    visibleJob(caller, jobId, await this.backfills.findJob(jobId));
+  }
+}
+
+/** Whether a create's answer is a dry run's preview. */
+export function isBackfillPreview(r: BackfillPreview | Backfill): r is BackfillPreview {
+  return (r as BackfillPreview).plan !== undefined;
+}
+
+function checkJobId(jobId: string): void {
+  if (!JOB_ID_PATTERN.test(jobId))
+    throw new ValidationError([
+      { field: 'job_id', message: 'must be 1-128 characters of letters, digits, . _ : -' },
+    ]);
+}
+
+function auditJobId(jobId: string): string {
+  return JOB_ID_PATTERN.test(jobId) ? jobId : jobId.slice(0, 200);
+}
