@@ -336,6 +336,22 @@ describe('backfill', () => {
       { from: iso(now - 60 * SECOND), to: iso(now - SECOND), skip_reasons: ['LATE'] },
       'skip_reasons[0]',
     );
+    // A job whose occurrences a business calendar moves or skips is refused (planning through
+    // calendars is not built; a plan from the bare schedule could fire a moved occurrence twice).
+    expect((await rest('POST', '/v1/calendars', TOKENS.a, { name: 'bf-weekdays' })).status).toBe(201);
+    await createJob(TOKENS.a, 'bf-calendar', {
+      calendars: ['bf-weekdays'],
+      calendar_rule: 'NEXT_BUSINESS_DAY',
+    });
+    const withCalendar = await rest('POST', '/v1/jobs/bf-calendar/backfills', TOKENS.a, {
+      from: iso(now - 60 * SECOND),
+      to: iso(now - SECOND),
+      dry_run: true,
+    });
+    expect(withCalendar.status).toBe(400);
+    expect(withCalendar.body.violations).toEqual([
+      expect.objectContaining({ field: 'job_id', message: expect.stringContaining('business calendars') }),
+    ]);
     expect((await db.query(`SELECT 1 FROM backfills`)).rowCount).toBe(before);
     expect((await rest('GET', `/v1/jobs/${job}/backfills/abc`, TOKENS.a)).status).toBe(400);
     expect((await rest('GET', `/v1/jobs/${job}/backfills/999999`, TOKENS.a)).status).toBe(404);
