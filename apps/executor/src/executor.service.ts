@@ -18,6 +18,7 @@ import {
   KafkaOutcomeSink,
   KafkaRunner,
   LivenessBeat,
+  newLeaseIssuer,
   parseAllowList,
   PartitionFlow,
   RunPurger,
@@ -35,7 +36,6 @@ import { LazyKafkaAdmin, openMessaging, type Messaging } from '@tickwork/runtime
 import {
   ExecutorLivenessRepository,
   FireRepository,
-  newLeaseIssuer,
   RunRepository,
   type Pool,
 } from '@tickwork/store';

@@ -16,3 +16,5 @@ export * from './edit-preview';
 export * from './quota';
 export * from './bulk-action';
 export * from './fire-slo';
+export * from './run-ledger';
+export * from './clock';
