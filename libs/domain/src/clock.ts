@@ -26,16 +26,23 @@ export function sleepOn(clock: Clock, ms: number): Promise<void> {
   return new Promise((resolve) => clock.setTimeout(resolve, ms));
 }
 
-/** Calls `fn` every `ms` of `clock`'s time until the returned function is called. */
-export function everyOn(clock: Clock, ms: number, fn: () => void): () => void {
+/**
+ * Calls `fn` every `ms` of `clock`'s time until the returned function is called. `unref`: the
+ * timers do not keep the process alive (where the clock's timers support it).
+ */
+export function everyOn(clock: Clock, ms: number, fn: () => void, opts: { unref?: boolean } = {}): () => void {
   let timer: ClockTimer | undefined;
   let stopped = false;
+  const arm = () => {
+    timer = clock.setTimeout(tick, ms);
+    if (opts.unref) (timer as { unref?: () => void }).unref?.();
+  };
   const tick = () => {
     if (stopped) return;
-    timer = clock.setTimeout(tick, ms);
+    arm();
     fn();
   };
-  timer = clock.setTimeout(tick, ms);
+  arm();
   return () => {
     stopped = true;
     clock.clearTimeout(timer);
