@@ -33,12 +33,7 @@ import {
 } from '@tickwork/execution';
 import type { MessageConsumer, MessageProducer } from '@tickwork/messaging';
 import { LazyKafkaAdmin, openMessaging, type Messaging } from '@tickwork/runtime';
-import {
-  ExecutorLivenessRepository,
-  FireRepository,
-  RunRepository,
-  type Pool,
-} from '@tickwork/store';
+import { ExecutorLivenessRepository, FireRepository, RunRepository, type Pool } from '@tickwork/store';
 import {
   ExecutorMetrics,
   fireLogFields,

@@ -30,7 +30,12 @@ export function sleepOn(clock: Clock, ms: number): Promise<void> {
  * Calls `fn` every `ms` of `clock`'s time until the returned function is called. `unref`: the
  * timers do not keep the process alive (where the clock's timers support it).
  */
-export function everyOn(clock: Clock, ms: number, fn: () => void, opts: { unref?: boolean } = {}): () => void {
+export function everyOn(
+  clock: Clock,
+  ms: number,
+  fn: () => void,
+  opts: { unref?: boolean } = {},
+): () => void {
   let timer: ClockTimer | undefined;
   let stopped = false;
   const arm = () => {
@@ -92,9 +97,7 @@ export class ManualClock implements Clock {
     const until = this.ms + ms;
     for (;;) {
       await settle();
-      const next = this.timers
-        .filter((t) => t.at <= until)
-        .sort((a, b) => a.at - b.at || a.seq - b.seq)[0];
+      const next = this.timers.filter((t) => t.at <= until).sort((a, b) => a.at - b.at || a.seq - b.seq)[0];
       if (!next) break;
       this.timers = this.timers.filter((t) => t !== next);
       this.ms = Math.max(this.ms, next.at);

@@ -1,11 +1,5 @@
 /** After an attempt: succeeded, retry (when) or dead-letter (why), and the completion the ledger records for it. */
-import type {
-  DeadLetterReason,
-  FireEvent,
-  FireOutcome,
-  RetryPolicy,
-  RunCompletion,
-} from '@tickwork/domain';
+import type { DeadLetterReason, FireEvent, FireOutcome, RetryPolicy, RunCompletion } from '@tickwork/domain';
 import type { AttemptOutcome } from './attempt';
 import { planRetry } from './retry-plan';
 
@@ -30,7 +24,11 @@ export function decideAttempt(
 
 /** The attempt's outcome as published (its FireResult's outcome). */
 export function outcomeOf(decision: AttemptDecision): FireOutcome {
-  return decision.kind === 'succeeded' ? 'SUCCEEDED' : decision.kind === 'retry' ? 'RETRYING' : 'DEAD_LETTERED';
+  return decision.kind === 'succeeded'
+    ? 'SUCCEEDED'
+    : decision.kind === 'retry'
+      ? 'RETRYING'
+      : 'DEAD_LETTERED';
 }
 
 /**

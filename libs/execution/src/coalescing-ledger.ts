@@ -6,14 +6,7 @@
  * loop go together; while `maxInFlight` statements are running, new calls wait and join the next
  * one, so batches grow with load by themselves.
  */
-import type {
-  FireEvent,
-  FireKey,
-  RecordedRun,
-  RunCompletion,
-  RunStart,
-  UnleasedRun,
-} from '@tickwork/domain';
+import type { FireEvent, FireKey, RecordedRun, RunCompletion, RunStart, UnleasedRun } from '@tickwork/domain';
 import type { RunLedger } from './run-ledger';
 
 /** The batch forms of the ledger writes (RunRepository has them). */

@@ -39,7 +39,13 @@ export class FireExecutor {
     const clock = (this.clock = opts.clock ?? systemClock);
     const issuer = opts.leaseIssuer ?? newLeaseIssuer();
     const inFlight = new InFlight(clock);
-    const ledger = new LedgerRetry(runs, clock, inFlight, opts.ledgerRetryMs ?? DEFAULT_LEDGER_RETRY_MS, events);
+    const ledger = new LedgerRetry(
+      runs,
+      clock,
+      inFlight,
+      opts.ledgerRetryMs ?? DEFAULT_LEDGER_RETRY_MS,
+      events,
+    );
     const handOff = new RunHandOff(runs, sink, ledger, clock, events);
     this.leased = new LeasedDelivery(
       runs,
@@ -54,7 +60,17 @@ export class FireExecutor {
       opts,
       events,
     );
-    this.firstAttempts = new KafkaFirstAttempts(runs, kafka, sink, ledger, inFlight, clock, opts.owner, issuer, events);
+    this.firstAttempts = new KafkaFirstAttempts(
+      runs,
+      kafka,
+      sink,
+      ledger,
+      inFlight,
+      clock,
+      opts.owner,
+      issuer,
+      events,
+    );
   }
 
   /** Executes one delivery of a fire; target failures become outcomes, infrastructure failures throw. */
@@ -79,7 +95,8 @@ export class FireExecutor {
     fires.forEach((fire, i) => {
       const age = nowMs - fire.scheduledFor.getTime();
       // A scheduler with a lookahead publishes fires before their time; they still run on time.
-      if (age < 0) reports[i] = Promise.resolve({ kind: 'later', afterMs: -age, why: 'scheduled in the future' });
+      if (age < 0)
+        reports[i] = Promise.resolve({ kind: 'later', afterMs: -age, why: 'scheduled in the future' });
       else if (age > this.opts.runRetentionMs) reports[i] = this.refuseOld(fire, ctxs[i] ?? {});
       else if (fire.target.type === 'kafka' && fire.attempt === 1) together.push(i);
       else reports[i] = this.leased.run(fire, stopping, ctxs[i] ?? {});

@@ -24,7 +24,13 @@ export {
   type RetryTier,
 } from './retry-plan';
 export { FireExecutor } from './delivery-router';
-export type { DeliveryContext, ExecutionReport, ExecutorEvents, ExecutorOptions, LedgerStep } from './delivery';
+export type {
+  DeliveryContext,
+  ExecutionReport,
+  ExecutorEvents,
+  ExecutorOptions,
+  LedgerStep,
+} from './delivery';
 export type { RunLedger } from './run-ledger';
 export { issueLeaseToken, newLeaseIssuer } from './lease-token';
 export { HEADERS, KafkaOutcomeSink, sourceOf, type FireOutcomeSink, type SinkTopics } from './outcome-sink';

@@ -8,14 +8,7 @@
  * run (a re-delivery), a deleted job, and a failed produce, whose retry is decided and recorded
  * under a lease ('failed'). A single fire is a batch of one.
  */
-import type {
-  Clock,
-  FireEvent,
-  FireKey,
-  FireResult,
-  KafkaTarget,
-  UnleasedRun,
-} from '@tickwork/domain';
+import type { Clock, FireEvent, FireKey, FireResult, KafkaTarget, UnleasedRun } from '@tickwork/domain';
 import type { TargetRunner } from './attempt';
 import { runKeyOf, type ExecutionReport, type ExecutorEvents } from './delivery';
 import { requestOf, resultOf } from './fire-results';

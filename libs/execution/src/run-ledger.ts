@@ -3,14 +3,7 @@
  * idempotency key and lease per fire). libs/store's RunRepository is the PostgreSQL adapter; the
  * apps wire it in (through CoalescingLedger and TracedLedger).
  */
-import type {
-  FireEvent,
-  FireKey,
-  RecordedRun,
-  RunCompletion,
-  RunStart,
-  UnleasedRun,
-} from '@tickwork/domain';
+import type { FireEvent, FireKey, RecordedRun, RunCompletion, RunStart, UnleasedRun } from '@tickwork/domain';
 
 /** The ledger operations the executor needs. */
 export interface RunLedger {

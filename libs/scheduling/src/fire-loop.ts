@@ -3,7 +3,13 @@
  * outbox + advance commit together), publish the fires, then mark them enqueued. A crash
  * between commit and publish leaves outbox rows that the shard's next owner re-publishes.
  */
-import { fairShares, systemClock, type Clock, type ClockTimer, type TenantTokenBuckets } from '@tickwork/domain';
+import {
+  fairShares,
+  systemClock,
+  type Clock,
+  type ClockTimer,
+  type TenantTokenBuckets,
+} from '@tickwork/domain';
 import {
   probeOfShards,
   type ClaimPlanner,

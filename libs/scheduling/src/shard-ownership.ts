@@ -47,7 +47,9 @@ export class ShardOwnership {
   /** Starts renewing held leases every third of the lease time. */
   start(): void {
     const every = Math.max(200, Math.floor(this.leaseMs / 3));
-    this.stopRenewing = everyOn(this.clock, every, () => void this.serialize(() => this.renew()), { unref: true });
+    this.stopRenewing = everyOn(this.clock, every, () => void this.serialize(() => this.renew()), {
+      unref: true,
+    });
   }
 
   /**
