@@ -7,7 +7,6 @@ import {
   type FireEvent,
   type FireKey,
   type RecordedRun,
-  type RetryPolicy,
   type Run,
   type RunCompletion,
   type RunStart,
