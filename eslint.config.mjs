@@ -30,9 +30,8 @@ export const LIB_IMPORTS = {
  */
 export const BOUNDARY_DEBTS = [
   // Issue 28: the store has no port. These use cases import store classes, types and errors
-  // instead of owning ports (the claim, the run ledger, the job repository) that the store implements.
+  // instead of owning ports (the claim, the job repository) that the store implements.
   { lib: 'scheduling', imports: 'store', why: 'issue 28: the claim has no port yet' },
-  { lib: 'execution', imports: 'store', why: 'issue 28: the run ledger has no port yet' },
   { lib: 'jobs', imports: 'store', why: 'issue 28: the job repository has no port yet' },
 ];
 

@@ -325,6 +325,7 @@ CREATE TABLE public.job_runs (
     handed_off_at timestamp with time zone,
     spread_offset_ms bigint DEFAULT 0 NOT NULL,
     job_version bigint,
+    dead_letter_reason text,
     CONSTRAINT job_runs_status_check CHECK ((status = ANY (ARRAY['RUNNING'::text, 'RETRYING'::text, 'SUCCEEDED'::text, 'DEAD_LETTERED'::text, 'SKIPPED'::text])))
 );
 

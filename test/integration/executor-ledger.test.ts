@@ -5,7 +5,8 @@
  * tried again after their answer was lost (a database blip), which must recognise themselves.
  */
 import type { FireEvent } from '@tickwork/domain';
-import { issueLeaseToken, newLeaseIssuer, RunRepository } from '@tickwork/store';
+import { issueLeaseToken, newLeaseIssuer } from '@tickwork/execution';
+import { RunRepository } from '@tickwork/store';
 import { testDatabase, type TestDatabase } from '../support/db';
 import { fireOf, insertJob, quickRetry, webhook } from '../e2e/executor-harness';
 

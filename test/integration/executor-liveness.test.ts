@@ -5,13 +5,8 @@
  * everyone fell silent together (a database outage), until the witnesses have beaten long enough
  * again.
  */
-import {
-  ExecutorLivenessRepository,
-  issueLeaseToken,
-  newLeaseIssuer,
-  RunRepository,
-  type RunStart,
-} from '@tickwork/store';
+import { issueLeaseToken, newLeaseIssuer } from '@tickwork/execution';
+import { ExecutorLivenessRepository, RunRepository, type RunStart } from '@tickwork/store';
 import { testDatabase, type TestDatabase } from '../support/db';
 import { fireOf, insertJob, webhook } from '../e2e/executor-harness';
 

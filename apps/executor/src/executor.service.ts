@@ -18,6 +18,7 @@ import {
   KafkaOutcomeSink,
   KafkaRunner,
   LivenessBeat,
+  newLeaseIssuer,
   parseAllowList,
   PartitionFlow,
   RunPurger,
@@ -32,13 +33,7 @@ import {
 } from '@tickwork/execution';
 import type { MessageConsumer, MessageProducer } from '@tickwork/messaging';
 import { LazyKafkaAdmin, openMessaging, type Messaging } from '@tickwork/runtime';
-import {
-  ExecutorLivenessRepository,
-  FireRepository,
-  newLeaseIssuer,
-  RunRepository,
-  type Pool,
-} from '@tickwork/store';
+import { ExecutorLivenessRepository, FireRepository, RunRepository, type Pool } from '@tickwork/store';
 import {
   ExecutorMetrics,
   fireLogFields,

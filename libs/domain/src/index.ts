@@ -19,3 +19,5 @@ export * from './fire-slo';
 export * from './calendar-planner';
 export * from './calendar-wire';
 export * from './backfill';
+export * from './run-ledger';
+export * from './clock';

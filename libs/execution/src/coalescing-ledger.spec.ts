@@ -88,6 +88,7 @@ describe('CoalescingLedger', () => {
     const statements: { key: FireKey; leaseToken: string; leaseMs: number }[][] = [];
     const unused = () => Promise.reject(new Error('not used here'));
     const store: BatchRunStore = {
+      isUnavailable: () => false,
       heartbeats: async (items) => {
         statements.push([...items]);
         return items.map((x) => x.leaseToken !== 'lost');

@@ -6,9 +6,8 @@
  * loop go together; while `maxInFlight` statements are running, new calls wait and join the next
  * one, so batches grow with load by themselves.
  */
-import type { FireEvent, FireKey } from '@tickwork/domain';
-import type { RecordedRun, RunCompletion, RunStart, UnleasedRun } from '@tickwork/store';
-import type { RunLedger } from './fire-executor';
+import type { FireEvent, FireKey, RecordedRun, RunCompletion, RunStart, UnleasedRun } from '@tickwork/domain';
+import type { RunLedger } from './run-ledger';
 
 /** The batch forms of the ledger writes (RunRepository has them). */
 export interface BatchRunStore extends RunLedger {
@@ -189,5 +188,9 @@ export class CoalescingLedger implements RunLedger {
 
   releaseRun(key: FireKey, leaseToken: string): Promise<void> {
     return this.store.releaseRun(key, leaseToken);
+  }
+
+  isUnavailable(error: unknown): boolean {
+    return this.store.isUnavailable(error);
   }
 }

@@ -8,7 +8,8 @@
 import { UndecodableMessageError, type EventCodecs, type InboundMessage } from '@tickwork/messaging';
 import type { FireEvent } from '@tickwork/domain';
 import { bindTraceContext, extractTraceContext, traceCarrier } from '@tickwork/telemetry';
-import type { ExecutionReport, FireExecutor } from './fire-executor';
+import type { ExecutionReport } from './delivery';
+import type { FireExecutor } from './delivery-router';
 import { HEADERS, sourceOf, type KafkaOutcomeSink } from './outcome-sink';
 import type { MessageProcessor, ProcessResult } from './partition-flow';
 

@@ -23,14 +23,16 @@ export {
   type RetryDecision,
   type RetryTier,
 } from './retry-plan';
-export {
-  FireExecutor,
-  type DeliveryContext,
-  type ExecutionReport,
-  type ExecutorEvents,
-  type ExecutorOptions,
-  type RunLedger,
-} from './fire-executor';
+export { FireExecutor } from './delivery-router';
+export type {
+  DeliveryContext,
+  ExecutionReport,
+  ExecutorEvents,
+  ExecutorOptions,
+  LedgerStep,
+} from './delivery';
+export type { RunLedger } from './run-ledger';
+export { issueLeaseToken, newLeaseIssuer } from './lease-token';
 export { HEADERS, KafkaOutcomeSink, sourceOf, type FireOutcomeSink, type SinkTopics } from './outcome-sink';
 export { Slots } from './slots';
 export { Coalescer, CoalescingLedger, type BatchRunStore } from './coalescing-ledger';

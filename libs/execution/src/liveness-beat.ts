@@ -4,6 +4,7 @@
  * executor the partitions moved to) instead of when the run's lease expires. The ledger judges
  * death only against another process's unbroken beats, so a database outage kills no one.
  */
+import { systemClock, type Clock, type ClockTimer } from '@tickwork/domain';
 
 /** The liveness operations of the ledger (ExecutorLivenessRepository implements them). */
 export interface LivenessStore {
@@ -24,13 +25,15 @@ export interface LivenessBeatOptions {
   /** Rows of processes silent this long are removed now and then (default 1 hour). */
   readonly forgetAfterMs?: number;
   readonly onError?: (e: Error) => void;
+  /** Default the system clock. */
+  readonly clock?: Clock;
 }
 
 /** Beats between two clean-ups of long-dead processes' rows. */
 const FORGET_EVERY_BEATS = 600;
 
 export class LivenessBeat {
-  private timer: NodeJS.Timeout | undefined;
+  private timer: ClockTimer | undefined;
   private stopped = false;
   private inFlight: Promise<void> | undefined;
   private beats = 0;
@@ -61,7 +64,7 @@ export class LivenessBeat {
 
   private schedule(): void {
     if (this.stopped) return;
-    this.timer = setTimeout(() => {
+    this.timer = (this.opts.clock ?? systemClock).setTimeout(() => {
       this.inFlight = this.beatOnce()
         .catch((e: unknown) => this.opts.onError?.(e as Error))
         .finally(() => this.schedule());
@@ -74,7 +77,7 @@ export class LivenessBeat {
    */
   async stop(retire: boolean): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
+    if (this.timer) (this.opts.clock ?? systemClock).clearTimeout(this.timer);
     await this.inFlight?.catch(() => undefined);
     if (retire)
       await this.store.retire(this.opts.issuer).catch((e: unknown) => this.opts.onError?.(e as Error));

@@ -34,6 +34,7 @@
  * assigned), so a partition that leaves the assignment is resumed at once and its work dropped;
  * the new owner re-reads it from the committed offset, and the run ledger absorbs duplicates.
  */
+import { systemClock, type Clock, type ClockTimer } from '@tickwork/domain';
 import type { InboundBatch, InboundMessage } from '@tickwork/messaging';
 import type { Slots } from './slots';
 
@@ -74,6 +75,9 @@ export interface FlowOptions {
    * order across them; 0 = it starts as it comes (default).
    */
   readonly backlogSettleMs?: number;
+  /** The flow's time and timers (parked deliveries, the backlog settle, the drain); default the system clock. */
+  readonly clock?: Clock;
+  /** The current time only (overrides the clock's `now`). */
   readonly now?: () => number;
 }
 
@@ -87,7 +91,7 @@ interface Entry {
   state: EntryState;
   /** Handed to the processor at least once (per-job start order). */
   started: boolean;
-  timer: NodeJS.Timeout | undefined;
+  timer: ClockTimer | undefined;
   failures: number;
   /** The message key as a string, once per-job order needed it. */
   job: string | undefined;
@@ -187,6 +191,7 @@ export class PartitionFlow {
   private readonly maxHeldBytes: number;
   private readonly backlogSettleMs: number;
   private readonly now: () => number;
+  private readonly clock: Clock;
   /**
    * While an assignment's backlog settles: the partitions with messages waiting whose first batch
    * has not come yet (null until `expectBacklog` says which), the partitions heard from, and the
@@ -197,7 +202,7 @@ export class PartitionFlow {
         pending: Set<string> | null;
         readonly heard: Set<string>;
         readonly held: Set<PartitionWork>;
-        readonly timer: NodeJS.Timeout;
+        readonly timer: ClockTimer;
       }
     | undefined;
 
@@ -210,7 +215,9 @@ export class PartitionFlow {
   ) {
     this.maxHeldBytes = opts.maxHeldBytes ?? DEFAULT_MAX_HELD_BYTES;
     this.backlogSettleMs = opts.backlogSettleMs ?? 0;
-    this.now = opts.now ?? Date.now;
+    this.clock = opts.clock ?? systemClock;
+    const clock = this.clock;
+    this.now = opts.now ?? (() => clock.now());
   }
 
   /** The consumer's batch handler: takes the batch and returns at once; never throws. */
@@ -366,8 +373,8 @@ export class PartitionFlow {
     const fromNothing = this.assigned === null || this.assigned.size === 0;
     this.endSettle();
     if (this.backlogSettleMs > 0 && fromNothing && keys.size > 0 && !this.stopping) {
-      const timer = setTimeout(() => this.endSettle(), this.backlogSettleMs);
-      timer.unref?.();
+      const timer = this.clock.setTimeout(() => this.endSettle(), this.backlogSettleMs);
+      (timer as { unref?: () => void }).unref?.();
       this.settle = { pending: null, heard: new Set(), held: new Set(), timer };
     }
     for (const w of [...this.work.values()]) {
@@ -422,7 +429,7 @@ export class PartitionFlow {
     const settle = this.settle;
     if (!settle) return;
     this.settle = undefined;
-    clearTimeout(settle.timer);
+    this.clock.clearTimeout(settle.timer);
     let any = false;
     for (const w of settle.held) {
       if (w.discarded) continue;
@@ -443,7 +450,7 @@ export class PartitionFlow {
   quiesce(): void {
     if (this.stopping) return;
     this.stopping = true;
-    if (this.settle) clearTimeout(this.settle.timer);
+    if (this.settle) this.clock.clearTimeout(this.settle.timer);
     this.settle = undefined;
     for (const w of this.work.values())
       for (const c of w.chunks) for (const e of c.entries) this.unpark(e, 'dropped');
@@ -537,7 +544,7 @@ export class PartitionFlow {
   private park(w: PartitionWork, e: Entry, ms: number): void {
     e.state = 'parked';
     this.parked++;
-    e.timer = setTimeout(
+    e.timer = this.clock.setTimeout(
       () => {
         e.timer = undefined;
         this.parked--;
@@ -561,7 +568,7 @@ export class PartitionFlow {
       return;
     }
     if (e.state !== 'parked' || !e.timer) return;
-    clearTimeout(e.timer);
+    this.clock.clearTimeout(e.timer);
     e.timer = undefined;
     e.state = to;
     this.parked--;
@@ -744,9 +751,9 @@ export class PartitionFlow {
   private waitIdle(ms: number): Promise<boolean> {
     if (this.running === 0) return Promise.resolve(true);
     return new Promise((resolve) => {
-      const timer = setTimeout(() => resolve(false), ms);
+      const timer = this.clock.setTimeout(() => resolve(false), ms);
       this.idle.push(() => {
-        clearTimeout(timer);
+        this.clock.clearTimeout(timer);
         resolve(true);
       });
     });

@@ -2,18 +2,11 @@
  * What to do after a failed attempt: retry later (when, and through which retry tier) or give up
  * and dead-letter (why). Pure: the clock and the random source are passed in.
  */
-import type { RetryPolicy } from '@tickwork/domain';
+import type { DeadLetterReason, RetryPolicy } from '@tickwork/domain';
 import type { AttemptOutcome } from './attempt';
 
-/** Why a fire was dead-lettered; the code leads the DLQ reason and the run's error. */
-export type DeadLetterReason =
-  | 'NON_RETRYABLE'
-  | 'DESTINATION_REFUSED'
-  | 'RETRIES_EXHAUSTED'
-  | 'MAX_EVENT_AGE'
-  | 'UNKNOWN_JOB'
-  | 'UNDECODABLE'
-  | 'OLDER_THAN_RUN_RETENTION';
+/** Why a fire was dead-lettered (the domain's word; re-exported here where the retry plan decides it). */
+export type { DeadLetterReason };
 
 export interface RetryTier {
   readonly topic: string;

@@ -3,6 +3,8 @@
  * batches (each its own short statement, skipping rows that are locked), pausing between batches
  * so the purge never competes with the hot path for long. Several executors may purge at once.
  */
+import { sleepOn, systemClock, type Clock, type ClockTimer } from '@tickwork/domain';
+
 export interface RunPurgeStore {
   purgeFinishedRuns(retentionMs: number, batchSize: number): Promise<number>;
 }
@@ -15,17 +17,22 @@ export interface RunPurgerOptions {
   readonly pauseMs?: number;
   readonly onPurged?: (deleted: number) => void;
   readonly onError?: (e: Error) => void;
+  /** Default the system clock. */
+  readonly clock?: Clock;
 }
 
 export class RunPurger {
-  private timer: NodeJS.Timeout | undefined;
+  private timer: ClockTimer | undefined;
   private stopped = false;
   private pass: Promise<number> | undefined;
+  private readonly clock: Clock;
 
   constructor(
     private readonly store: RunPurgeStore,
     private readonly opts: RunPurgerOptions,
-  ) {}
+  ) {
+    this.clock = opts.clock ?? systemClock;
+  }
 
   /** Starts the periodic purge. */
   start(): void {
@@ -37,10 +44,10 @@ export class RunPurger {
           return 0;
         })
         .finally(() => {
-          if (!this.stopped) this.timer = setTimeout(tick, this.opts.intervalMs);
+          if (!this.stopped) this.timer = this.clock.setTimeout(tick, this.opts.intervalMs);
         });
     };
-    this.timer = setTimeout(tick, this.opts.intervalMs);
+    this.timer = this.clock.setTimeout(tick, this.opts.intervalMs);
   }
 
   /** One full pass: batches until a batch comes back short; returns the rows deleted. */
@@ -50,7 +57,7 @@ export class RunPurger {
       const deleted = await this.store.purgeFinishedRuns(this.opts.retentionMs, this.opts.batchSize);
       total += deleted;
       if (deleted < this.opts.batchSize || this.stopped) break;
-      await new Promise((r) => setTimeout(r, this.opts.pauseMs ?? 50));
+      await sleepOn(this.clock, this.opts.pauseMs ?? 50);
     }
     if (total > 0) this.opts.onPurged?.(total);
     return total;
@@ -59,7 +66,7 @@ export class RunPurger {
   /** Stops after the batch in progress. */
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
+    if (this.timer) this.clock.clearTimeout(this.timer);
     await this.pass?.catch(() => undefined);
   }
 }

@@ -9,7 +9,7 @@ import {
 import type { FireEvent, WebhookTarget } from '@tickwork/domain';
 import { setSpansRecorded } from '@tickwork/telemetry';
 import type { AttemptOutcome, TargetRequest, TargetRunner } from './attempt';
-import type { RunLedger } from './fire-executor';
+import type { RunLedger } from './run-ledger';
 import { callOutcome, TracedLedger, TracedWebhookRunner } from './tracing';
 
 const exporter = new InMemorySpanExporter();
@@ -116,6 +116,7 @@ describe('run ledger tracing', () => {
     };
     const unused = () => Promise.reject(new Error('not used here'));
     const inner: RunLedger = {
+      isUnavailable: () => false,
       beginRun: unused,
       heartbeat: unused,
       completeRun: unused,

@@ -9,7 +9,7 @@
  */
 import type { FireEvent, FireKey, KafkaTarget, WebhookTarget } from '@tickwork/domain';
 import type { InboundMessage } from '@tickwork/messaging';
-import type { RecordedRun, RunCompletion, RunStart, UnleasedRun } from '@tickwork/store';
+import type { RecordedRun, RunCompletion, RunStart, UnleasedRun } from '@tickwork/domain';
 import {
   Attr,
   dbAttributes,
@@ -23,7 +23,7 @@ import {
   type Span,
 } from '@tickwork/telemetry';
 import type { AttemptOutcome, TargetCall, TargetRequest, TargetRunner } from './attempt';
-import type { RunLedger } from './fire-executor';
+import type { RunLedger } from './run-ledger';
 import type { MessageProcessor, ProcessResult } from './partition-flow';
 
 /** Each delivery in a consumer span, child of the producer context its headers carry. */
@@ -183,6 +183,10 @@ export class TracedLedger implements RunLedger {
         return recorded;
       },
     );
+  }
+
+  isUnavailable(error: unknown): boolean {
+    return this.inner.isUnavailable(error);
   }
 
   releaseRun(key: FireKey, leaseToken: string): Promise<void> {

@@ -3,7 +3,13 @@
  * outbox + advance commit together), publish the fires, then mark them enqueued. A crash
  * between commit and publish leaves outbox rows that the shard's next owner re-publishes.
  */
-import { fairShares, type TenantTokenBuckets } from '@tickwork/domain';
+import {
+  fairShares,
+  systemClock,
+  type Clock,
+  type ClockTimer,
+  type TenantTokenBuckets,
+} from '@tickwork/domain';
 import {
   probeOfShards,
   type ClaimPlanner,
@@ -45,6 +51,8 @@ export interface FireLoopOptions {
   readonly dueProbe?: SharedDueProbe;
   /** Where fires claimed early wait for their time, shared by the lanes; absent = this loop's own. */
   readonly release?: OnTimeRelease;
+  /** The loop's time and timers (tick pacing, relay cadence, rate caps); default the system clock. */
+  readonly clock?: Clock;
 }
 
 export interface FireLoopEvents {
@@ -90,6 +98,7 @@ export class FireLoop {
   private followUp = false;
   private readonly dueProbe: SharedDueProbe;
   private readonly release: OnTimeRelease;
+  private readonly clock: Clock;
 
   constructor(
     private readonly fires: FireRepository,
@@ -99,6 +108,7 @@ export class FireLoop {
     private readonly opts: FireLoopOptions,
     private readonly events: FireLoopEvents = {},
   ) {
+    this.clock = opts.clock ?? systemClock;
     this.dueProbe =
       opts.dueProbe ??
       new SharedDueProbe(fires, ownership, {
@@ -106,8 +116,9 @@ export class FireLoop {
         lookaheadMs: opts.lookaheadMs,
         relayAgeMs: opts.relayAgeMs,
         maxAgeMs: opts.tickMs / 2,
+        clock: this.clock,
       });
-    this.release = opts.release ?? releaseThrough(publisher);
+    this.release = opts.release ?? releaseThrough(publisher, this.clock);
   }
 
   start(): void {
@@ -127,7 +138,7 @@ export class FireLoop {
 
   private async run(): Promise<void> {
     while (this.running) {
-      const started = Date.now();
+      const started = this.clock.now();
       let claimed = 0;
       try {
         claimed = await this.tick();
@@ -139,7 +150,8 @@ export class FireLoop {
       this.followUp = claimed >= this.opts.batchSize;
       if (!this.followUp) {
         const tick = this.opts.tickMs;
-        await this.sleep(Date.now() - started >= tick ? 0 : tick - (Date.now() % tick));
+        const now = this.clock.now();
+        await this.sleep(now - started >= tick ? 0 : tick - (now % tick));
       }
     }
   }
@@ -164,9 +176,9 @@ export class FireLoop {
     }
     const relayNow = probe
       ? probe.relay.length > 0
-      : Date.now() - this.lastRelay >= Math.max(this.opts.tickMs, 1_000);
+      : this.clock.now() - this.lastRelay >= Math.max(this.opts.tickMs, 1_000);
     if (relayNow) {
-      this.lastRelay = Date.now();
+      this.lastRelay = this.clock.now();
       const orphaned = await this.fires.pendingFires({
         owner: this.opts.owner,
         shards,
@@ -179,7 +191,7 @@ export class FireLoop {
     const buckets = this.opts.buckets;
     const deferred: string[] = [];
     const tenantCaps = (tenants: readonly string[]) => {
-      const nowMs = Date.now();
+      const nowMs = this.clock.now();
       const shares = fairShares(
         tenants,
         this.opts.batchSize,
@@ -208,7 +220,7 @@ export class FireLoop {
       const perTenant = new Map<string, number>();
       for (const f of result.fires)
         perTenant.set(f.event.tenantId, (perTenant.get(f.event.tenantId) ?? 0) + 1);
-      const nowMs = Date.now();
+      const nowMs = this.clock.now();
       for (const [t, n] of perTenant) buckets.consume(t, n, nowMs);
     }
     if (deferred.length > 0) this.events.onDeferred?.(deferred);
@@ -298,9 +310,9 @@ export class FireLoop {
 
   private sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const t = setTimeout(resolve, ms);
+      const t: ClockTimer = this.clock.setTimeout(resolve, ms);
       this.wake = () => {
-        clearTimeout(t);
+        this.clock.clearTimeout(t);
         resolve();
       };
     });
@@ -308,12 +320,13 @@ export class FireLoop {
 }
 
 /** The release of fires claimed early, sent through `publisher` (shared by an instance's lanes). */
-export function releaseThrough(publisher: FirePublisher): OnTimeRelease {
+export function releaseThrough(publisher: FirePublisher, clock: Clock = systemClock): OnTimeRelease {
   return new OnTimeRelease(
     {
       send: (events, encoded) => (encoded ? publisher.sendEncoded(encoded) : publisher.publish(events)),
     },
     RELEASE_GRACE_MS,
+    () => clock.now(),
   );
 }
 

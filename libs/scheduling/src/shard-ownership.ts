@@ -3,7 +3,7 @@
  * instance should own; PostgreSQL leases (with epochs) say which it does. Claims use only
  * shards whose lease is held; a failed renewal fences this instance at once.
  */
-import type { ShardEpoch } from '@tickwork/domain';
+import { everyOn, sleepOn, systemClock, type Clock, type ShardEpoch } from '@tickwork/domain';
 import type { ShardLeaseRepository } from '@tickwork/store';
 
 export interface OwnershipEvents {
@@ -23,7 +23,7 @@ export class ShardOwnership {
   private stopped = false;
   /** Bumped by every assignment, so a retrying takeover yields to a newer one. */
   private generation = 0;
-  private renewTimer: NodeJS.Timeout | undefined;
+  private stopRenewing: (() => void) | undefined;
   private transition: Promise<void> = Promise.resolve();
 
   constructor(
@@ -31,6 +31,7 @@ export class ShardOwnership {
     private readonly owner: string,
     private readonly leaseMs: number,
     private readonly events: OwnershipEvents = {},
+    private readonly clock: Clock = systemClock,
   ) {}
 
   /** The shards (with epochs) this instance may claim from right now. */
@@ -46,8 +47,9 @@ export class ShardOwnership {
   /** Starts renewing held leases every third of the lease time. */
   start(): void {
     const every = Math.max(200, Math.floor(this.leaseMs / 3));
-    this.renewTimer = setInterval(() => void this.serialize(() => this.renew()), every);
-    this.renewTimer.unref();
+    this.stopRenewing = everyOn(this.clock, every, () => void this.serialize(() => this.renew()), {
+      unref: true,
+    });
   }
 
   /**
@@ -92,7 +94,7 @@ export class ShardOwnership {
               `taking shards [${shards.join(', ')}] failed (attempt ${attempt}): ${(e as Error).message}`,
             ),
           );
-          await new Promise((r) => setTimeout(r, Math.min(5_000, 250 * attempt)));
+          await sleepOn(this.clock, Math.min(5_000, 250 * attempt));
         }
       }
     });
@@ -117,7 +119,7 @@ export class ShardOwnership {
 
   /** Releases everything (shutdown). */
   async stop(): Promise<void> {
-    if (this.renewTimer) clearInterval(this.renewTimer);
+    this.stopRenewing?.();
     this.suspended = true;
     this.stopped = true;
     this.generation++;

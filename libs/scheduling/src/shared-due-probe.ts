@@ -3,6 +3,7 @@
  * boundary; the first to ask probes every claimable shard and the others share its answer, so an
  * idle instance costs one statement per tick whatever its lane count.
  */
+import { systemClock, type Clock } from '@tickwork/domain';
 import type { DueProbe, FireRepository } from '@tickwork/store';
 import type { ShardOwnership } from './shard-ownership';
 
@@ -12,6 +13,8 @@ export interface SharedDueProbeOptions {
   readonly relayAgeMs: number;
   /** An answer younger than this is shared; older ones are probed again. */
   readonly maxAgeMs: number;
+  /** Default the system clock. */
+  readonly clock?: Clock;
 }
 
 export class SharedDueProbe {
@@ -33,7 +36,7 @@ export class SharedDueProbe {
   probe(): Promise<DueProbe> | undefined {
     const shards = this.ownership.claimable();
     if (shards.length === 0) return undefined;
-    const now = Date.now();
+    const now = (this.opts.clock ?? systemClock).now();
     // The ownership replaces its array on every change, so a new one means new shards or epochs.
     const latest = this.latest;
     if (latest && latest.shards === shards && now - latest.at < this.opts.maxAgeMs) return latest.probe;

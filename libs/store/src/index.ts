@@ -27,8 +27,6 @@ export {
   RunRepository,
   DEFAULT_HOLDER_LIVENESS,
   type HolderLiveness,
-  issueLeaseToken,
-  newLeaseIssuer,
   type RunStart,
   type RecordedRun,
   type RunCompletion,

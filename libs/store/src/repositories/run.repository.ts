@@ -1,102 +1,33 @@
 /** The run ledger: the executor's idempotency key and lease per fire (job_id, fence_token). */
-import { randomUUID } from 'node:crypto';
 import type { Pool } from 'pg';
 import {
   policiesFromWire,
+  type DeadLetterReason,
+  LEASE_ISSUER_CHARS,
   type FireEvent,
   type FireKey,
-  type RetryPolicy,
+  type RecordedRun,
   type Run,
+  type RunCompletion,
+  type RunStart,
+  type RunState,
   type RunStatus,
+  type UnleasedRun,
 } from '@tickwork/domain';
+import { isTransientDatabaseError } from '../transient-error';
 import { RUN_COLUMNS, runFromRow, type RunRow } from './rows';
 
-/** A run as the executor needs it: the ledger row plus its retry hand-off state. */
-export interface RunState extends Run {
-  /** When the next attempt of a RETRYING run may start. */
-  readonly nextAttemptAt: Date | null;
-  /** When the retry message or dead letter that carries this run on was acknowledged by Kafka. */
-  readonly handedOffAt: Date | null;
-  /** How long the current lease still runs, by the database clock (0 when expired or none). */
-  readonly leaseRemainingMs: number;
-}
-
-export type RunStart =
-  | {
-      readonly action: 'execute';
-      readonly leaseToken: string;
-      readonly takenOver: boolean;
-      /** The attempt this execution is: the fire's, or higher when it took over a later attempt. */
-      readonly attempt: number;
-      /** The job's retry policy now, or null when the job no longer exists. */
-      readonly retryPolicy: RetryPolicy | null;
-    }
-  | {
-      readonly action: 'skip';
-      /** ALREADY_FINAL: done; LEASE_HELD: running under a live lease; RETRY_SCHEDULED: this or a later attempt already failed and a retry is due. */
-      readonly reason: 'ALREADY_FINAL' | 'LEASE_HELD' | 'RETRY_SCHEDULED';
-      readonly status: RunStatus;
-      readonly run: RunState | null;
-    };
-
-export interface RunCompletion {
-  readonly status: Exclude<RunStatus, 'RUNNING'>;
-  readonly httpStatus: number | null;
-  readonly error: string | null;
-  /** For RETRYING: when the next attempt may start. */
-  readonly nextAttemptAt?: Date | null;
-  /**
-   * This write is tried again after an error, so an earlier try may have committed with its
-   * answer lost: a run already in this status under this lease token counts as recorded.
-   */
-  readonly retried?: boolean;
-}
-
-/**
- * When an attempt started and finished as the run ledger recorded them (the database clock), as
- * returned by the write that recorded the outcome: what the attempt's FireResult carries.
- */
-export interface RecordedRun {
-  readonly startedAt: Date;
-  readonly finishedAt: Date;
-}
-
-/** A first attempt that ran without a lease and succeeded (RunRepository.recordUnleasedRuns). */
-export interface UnleasedRun {
-  readonly fire: FireEvent;
-  /** The executor that ran it; one per batch. */
-  readonly owner: string;
-  readonly durationMs: number;
-  readonly httpStatus: number | null;
-  /** Stored as the run's lease token, so a retried insert recognises its own row (see `retried`). */
-  readonly leaseToken?: string;
-  /** Tried again after an error: a run of the fire already stored with this `leaseToken` counts as recorded. */
-  readonly retried?: boolean;
-}
-
-const ISSUER_CHARS = 18;
-
-/**
- * Lease tokens an executor issues are `<issuer>-<lease>`: the first 64 bits (`xxxxxxxx-xxxx-xxxx`)
- * name the issuing executor instance, the rest is random per lease. `beginRun` lets an issuer
- * take back a RUNNING run under a lease it issued itself at once (see `beginRuns`).
- */
-export function newLeaseIssuer(): string {
-  return randomUUID().slice(0, ISSUER_CHARS);
-}
-
-/** A fresh lease token of `issuer` (see newLeaseIssuer). */
-export function issueLeaseToken(issuer: string): string {
-  return issuer + randomUUID().slice(ISSUER_CHARS);
-}
+// The ledger's vocabulary is the domain's (the executor's RunLedger port speaks it).
+export type { RecordedRun, RunCompletion, RunStart, RunState, UnleasedRun } from '@tickwork/domain';
 
 interface RunStateRow extends RunRow {
   next_attempt_at: Date | null;
   handed_off_at: Date | null;
+  dead_letter_reason: DeadLetterReason | null;
   lease_remaining_ms: number;
 }
 
-const STATE_COLUMNS = `${RUN_COLUMNS}, next_attempt_at, handed_off_at,
+const STATE_COLUMNS = `${RUN_COLUMNS}, next_attempt_at, handed_off_at, dead_letter_reason,
   GREATEST(0, COALESCE(EXTRACT(EPOCH FROM (lease_expires_at - now())) * 1000, 0))::float8 AS lease_remaining_ms`;
 
 function stateFromRow(row: RunStateRow): RunState {
@@ -105,6 +36,7 @@ function stateFromRow(row: RunStateRow): RunState {
     nextAttemptAt: row.next_attempt_at,
     handedOffAt: row.handed_off_at,
     leaseRemainingMs: row.lease_remaining_ms,
+    deadLetterReason: row.dead_letter_reason,
   };
 }
 
@@ -115,9 +47,9 @@ const UNLEASED_INPUT = `unnest($1::text[], $2::bigint[], $3::text[], $4::text[],
                        $7::double precision[], $9::int[], $10::uuid[], $11::bigint[])
                 AS i(job_id, fence_token, tenant_id, fire_id, nominal_time, scheduled_for, duration_ms, http_status, lease_token, spread_offset_ms)`;
 
-/** The rows of completeRuns ($1-$7), as `c`. */
-const COMPLETION_INPUT = `unnest($1::text[], $2::bigint[], $3::uuid[], $4::text[], $5::int[], $6::text[], $7::timestamptz[])
-                AS c(job_id, fence_token, lease_token, status, http_status, error, next_attempt_at)`;
+/** The rows of completeRuns ($1-$8), as `c`. */
+const COMPLETION_INPUT = `unnest($1::text[], $2::bigint[], $3::uuid[], $4::text[], $5::int[], $6::text[], $7::timestamptz[], $8::text[])
+                AS c(job_id, fence_token, lease_token, status, http_status, error, next_attempt_at, dead_letter_reason)`;
 
 /** Runs a statement again (a few times) when PostgreSQL picked it as a deadlock victim. */
 async function retryOnDeadlock<T>(statement: () => Promise<T>): Promise<T> {
@@ -142,11 +74,17 @@ export interface HolderLiveness {
 /** The defaults: silent 5 s (five beats missed) while another executor beat within the last 2.5 s. */
 export const DEFAULT_HOLDER_LIVENESS: HolderLiveness = { deadAfterMs: 5_000, witnessFreshMs: 2_500 };
 
+/** The run ledger in PostgreSQL (job_runs): implements libs/execution's RunLedger port. */
 export class RunRepository {
   constructor(
     private readonly pool: Pool,
     private readonly liveness: HolderLiveness = DEFAULT_HOLDER_LIVENESS,
   ) {}
+
+  /** Whether `error`, thrown by one of these statements, says the database could not be reached (try again) rather than that the statement was wrong. */
+  isUnavailable(error: unknown): boolean {
+    return isTransientDatabaseError(error);
+  }
 
   /**
    * Starts (or takes over) the run of a fire, in one round trip that also reads the job's retry
@@ -238,12 +176,12 @@ export class RunRepository {
           WHERE (job_runs.status = 'RUNNING' AND job_runs.lease_expires_at <= now())
              OR (job_runs.status = 'RETRYING' AND EXCLUDED.attempt > job_runs.attempt)
              -- A lease this executor issued and is not using (see beginRun): taken back at once.
-             OR (job_runs.status = 'RUNNING' AND left(job_runs.lease_token::text, ${ISSUER_CHARS}) = left(EXCLUDED.lease_token::text, ${ISSUER_CHARS}))
+             OR (job_runs.status = 'RUNNING' AND left(job_runs.lease_token::text, ${LEASE_ISSUER_CHARS}) = left(EXCLUDED.lease_token::text, ${LEASE_ISSUER_CHARS}))
              -- A lease whose issuer died (see beginRun): silent for $12 ms while a witness,
              -- beating now, beat without a break.
              OR (job_runs.status = 'RUNNING' AND EXISTS (
                   SELECT 1 FROM executor_liveness h JOIN executor_liveness w ON w.issuer <> h.issuer
-                   WHERE h.issuer = left(job_runs.lease_token::text, ${ISSUER_CHARS})
+                   WHERE h.issuer = left(job_runs.lease_token::text, ${LEASE_ISSUER_CHARS})
                      AND w.beat_at >= now() - make_interval(secs => $13::double precision / 1000)
                      AND GREATEST(h.beat_at, w.live_since) < now() - make_interval(secs => $12::double precision / 1000)))
          RETURNING job_id, fence_token, lease_token::text AS lease_token, (xmax = 0) AS inserted, attempt)
@@ -430,7 +368,8 @@ export class RunRepository {
     if (items.length === 0) return [];
     const update = `UPDATE job_runs r
             SET status = c.status, http_status = c.http_status, error = c.error, finished_at = now(), updated_at = now(),
-                lease_expires_at = NULL, next_attempt_at = c.next_attempt_at, handed_off_at = NULL
+                lease_expires_at = NULL, next_attempt_at = c.next_attempt_at, handed_off_at = NULL,
+                dead_letter_reason = c.dead_letter_reason
            FROM ${COMPLETION_INPUT}
           WHERE r.job_id = c.job_id AND r.fence_token = c.fence_token AND r.lease_token = c.lease_token AND r.status = 'RUNNING'
           RETURNING r.job_id, r.fence_token, r.lease_token::text AS lease_token, r.started_at, r.finished_at`;
@@ -461,6 +400,7 @@ export class RunRepository {
         items.map((x) => x.outcome.httpStatus),
         items.map((x) => x.outcome.error),
         items.map((x) => x.outcome.nextAttemptAt?.toISOString() ?? null),
+        items.map((x) => x.outcome.deadLetterReason ?? null),
       ]),
     );
     const done = new Map(

@@ -12,10 +12,12 @@ import type {
   RetryPolicy,
   WebhookTarget,
 } from '@tickwork/domain';
-import type { RecordedRun, RunCompletion, RunStart, RunState, UnleasedRun } from '@tickwork/store';
+import type { RecordedRun, RunCompletion, RunStart, RunState, UnleasedRun } from '@tickwork/domain';
+import { ManualClock, systemClock, type Clock } from '@tickwork/domain';
 import { bindTraceContext, boundTraceContext } from '@tickwork/telemetry';
 import type { AttemptOutcome, TargetRequest, TargetRunner } from './attempt';
-import { FireExecutor, type RunLedger } from './fire-executor';
+import { FireExecutor } from './delivery-router';
+import type { RunLedger } from './run-ledger';
 import type { FireOutcomeSink } from './outcome-sink';
 import type { DeadLetterReason } from './retry-plan';
 import { Slots } from './slots';
@@ -128,6 +130,10 @@ class Script implements RunLedger, FireOutcomeSink {
   async releaseRun(): Promise<void> {
     this.log.push('release');
   }
+  /** What the PostgreSQL adapter calls transient, as far as these scripts fail: a refused connection. */
+  isUnavailable(e: unknown): boolean {
+    return (e as { code?: string }).code === 'ECONNREFUSED';
+  }
   async publishResult(r: FireResult): Promise<void> {
     this.log.push(`result ${r.attempt} ${r.outcome}`);
   }
@@ -154,7 +160,13 @@ class Target implements TargetRunner<WebhookTarget>, TargetRunner<KafkaTarget> {
 }
 
 function setup(
-  opts: { leaseMs?: number; heartbeatMs?: number; webhookSlots?: Slots; ledgerRetryMs?: number } = {},
+  opts: {
+    leaseMs?: number;
+    heartbeatMs?: number;
+    webhookSlots?: Slots;
+    ledgerRetryMs?: number;
+    clock?: Clock;
+  } = {},
 ) {
   const s = new Script();
   const t = new Target();
@@ -169,7 +181,7 @@ function setup(
       runLeaseMs: opts.leaseMs ?? 30_000,
       heartbeatMs: opts.heartbeatMs ?? 10_000,
       runRetentionMs: 30 * 86_400_000,
-      now: () => now,
+      clock: opts.clock ?? { ...systemClock, now: () => now.getTime() },
       random: () => 0.5,
       ...(opts.webhookSlots ? { webhookSlots: opts.webhookSlots } : {}),
       ...(opts.ledgerRetryMs !== undefined ? { ledgerRetryMs: opts.ledgerRetryMs } : {}),
@@ -455,10 +467,15 @@ describe('FireExecutor', () => {
   });
 
   it('keeps the delivery when the ledger was unreachable for a whole lease', async () => {
-    const { s, t, ex, stop } = setup({ leaseMs: 30, heartbeatMs: 10 });
+    const clock = new ManualClock(now.getTime());
+    const { s, t, ex, stop } = setup({ leaseMs: 30, heartbeatMs: 10, clock });
     s.heartbeatResult = new Error('connection refused');
     t.answer = hanging;
-    const r = await ex.execute(fire, stop.signal);
+    const running = ex.execute(fire, stop.signal);
+    await clock.advance(20);
+    expect(s.log).toEqual(['begin', 'heartbeat', 'heartbeat']);
+    await clock.advance(10);
+    const r = await running;
     expect(r).toMatchObject({ kind: 'later', why: 'run ledger unreachable' });
     expect(s.log.filter((l) => !l.startsWith('heartbeat'))).toEqual(['begin']);
   });
@@ -516,6 +533,7 @@ describe('FireExecutor', () => {
       nextAttemptAt: new Date('2026-06-01T12:00:09Z'),
       handedOffAt: null,
       leaseRemainingMs: 0,
+      deadLetterReason: null,
     };
     s.start = { action: 'skip', reason: 'RETRY_SCHEDULED', status: 'RETRYING', run };
     expect(await ex.execute({ ...fire, attempt: 2 }, stop.signal)).toEqual({
@@ -566,6 +584,7 @@ describe('FireExecutor', () => {
         nextAttemptAt: null,
         handedOffAt: null,
         leaseRemainingMs: 25_000,
+        deadLetterReason: null,
       },
     };
     expect(await ex.execute(fire, stop.signal)).toMatchObject({ kind: 'later', afterMs: 1_000 });
@@ -772,7 +791,7 @@ describe('FireExecutor', () => {
         runLeaseMs: 30_000,
         heartbeatMs: 10_000,
         runRetentionMs: 30 * 86_400_000,
-        now: () => now,
+        clock: { ...systemClock, now: () => now.getTime() },
       });
       const kafka = (n: number): FireEvent => ({
         ...fire,
@@ -843,7 +862,7 @@ describe('FireExecutor', () => {
         runLeaseMs: 30_000,
         heartbeatMs: 10_000,
         runRetentionMs: 30 * 86_400_000,
-        now: () => now,
+        clock: { ...systemClock, now: () => now.getTime() },
         random: () => 0.5,
       });
       return { s, t, ex, stop: new AbortController() };
