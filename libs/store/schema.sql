@@ -96,6 +96,8 @@ CREATE TABLE public.backfill_items (
     seq integer NOT NULL,
     nominal_time timestamp with time zone NOT NULL,
     dst_shift_ms integer DEFAULT 0 NOT NULL,
+    calendar_shift_ms bigint DEFAULT 0 NOT NULL,
+    calendar text,
     reason text NOT NULL,
     state text DEFAULT 'PLANNED'::text NOT NULL,
     fence_token bigint,

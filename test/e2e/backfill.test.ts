@@ -336,22 +336,6 @@ describe('backfill', () => {
       { from: iso(now - 60 * SECOND), to: iso(now - SECOND), skip_reasons: ['LATE'] },
       'skip_reasons[0]',
     );
-    // A job whose occurrences a business calendar moves or skips is refused (planning through
-    // calendars is not built; a plan from the bare schedule could fire a moved occurrence twice).
-    expect((await rest('POST', '/v1/calendars', TOKENS.a, { name: 'bf-weekdays' })).status).toBe(201);
-    await createJob(TOKENS.a, 'bf-calendar', {
-      calendars: ['bf-weekdays'],
-      calendar_rule: 'NEXT_BUSINESS_DAY',
-    });
-    const withCalendar = await rest('POST', '/v1/jobs/bf-calendar/backfills', TOKENS.a, {
-      from: iso(now - 60 * SECOND),
-      to: iso(now - SECOND),
-      dry_run: true,
-    });
-    expect(withCalendar.status).toBe(400);
-    expect(withCalendar.body.violations).toEqual([
-      expect.objectContaining({ field: 'job_id', message: expect.stringContaining('business calendars') }),
-    ]);
     expect((await db.query(`SELECT 1 FROM backfills`)).rowCount).toBe(before);
     expect((await rest('GET', `/v1/jobs/${job}/backfills/abc`, TOKENS.a)).status).toBe(400);
     expect((await rest('GET', `/v1/jobs/${job}/backfills/999999`, TOKENS.a)).status).toBe(404);
@@ -363,6 +347,65 @@ describe('backfill', () => {
         })
       ).status,
     ).toBe(404);
+  }, 120_000);
+
+  it('REST: a job with business calendars is backfilled where its calendars put each occurrence (moved: at the moved instant, skipped: left out), once', async () => {
+    // A window of 10 s on one UTC day, which the calendar closes.
+    let from = Math.floor((await dbNow()) / SECOND) * SECOND - 20 * SECOND;
+    if (new Date(from).getUTCDate() !== new Date(from + 10 * SECOND).getUTCDate()) from -= 30 * SECOND;
+    const to = from + 10 * SECOND;
+    const day = iso(from).slice(0, 10);
+    expect(
+      (
+        await rest('POST', '/v1/calendars', TOKENS.a, {
+          name: 'bf-closed',
+          closed_weekdays: [],
+          closed_dates: [day],
+        })
+      ).status,
+    ).toBe(201);
+    await createJob(TOKENS.a, 'bf-cal-prev', {
+      calendars: ['bf-closed'],
+      calendar_rule: 'PREVIOUS_BUSINESS_DAY',
+    });
+    await createJob(TOKENS.a, 'bf-cal-skip', { calendars: ['bf-closed'], calendar_rule: 'SKIP' });
+    await createJob(TOKENS.a, 'bf-cal-next', {
+      calendars: ['bf-closed'],
+      calendar_rule: 'NEXT_BUSINESS_DAY',
+    });
+    const window = { from: iso(from), to: iso(to), max_per_second: 50 };
+    const DAY = 86_400_000;
+    const moved: [string, string][] = [];
+    for (let t = from; t < to; t += SECOND) moved.push([iso(t - DAY), 'NEVER_FIRED']);
+
+    // PREVIOUS_BUSINESS_DAY: each occurrence fires a day earlier, at the same wall time.
+    const dry = await rest('POST', '/v1/jobs/bf-cal-prev/backfills', TOKENS.a, { ...window, dry_run: true });
+    expect(dry.status).toBe(200);
+    expect((dry.body.occurrences as Msg[]).map((o) => [o.nominal_time, o.reason])).toEqual(moved);
+    const run = await rest('POST', '/v1/jobs/bf-cal-prev/backfills', TOKENS.a, window);
+    expect(run.status).toBe(201);
+    const made = await eventually('the moved occurrences fired', async () => {
+      const { rows } = await db.query<{ nominal_time: Date; calendar_shift_ms: string; calendar: string }>(
+        `SELECT nominal_time, calendar_shift_ms, calendar FROM fires WHERE job_id = 'bf-cal-prev' AND trigger = 'BACKFILL' ORDER BY nominal_time`,
+      );
+      return rows.length >= moved.length ? rows : undefined;
+    });
+    expect(made.map((r) => [iso(r.nominal_time.getTime()), Number(r.calendar_shift_ms), r.calendar])).toEqual(
+      moved.map(([at]) => [at, -DAY, 'bf-closed@1']),
+    );
+    // Again: every occurrence is found fired where the calendar put it.
+    const again = await rest('POST', '/v1/jobs/bf-cal-prev/backfills', TOKENS.a, {
+      ...window,
+      dry_run: true,
+    });
+    expect(again.body).toMatchObject({ planned: 0, already_ran: moved.length });
+
+    // SKIP: the calendar skips them all, so nothing is planned; NEXT_BUSINESS_DAY: they are the
+    // schedule's to fire tomorrow, not the backfill's.
+    const skip = await rest('POST', '/v1/jobs/bf-cal-skip/backfills', TOKENS.a, { ...window, dry_run: true });
+    expect(skip.body).toMatchObject({ planned: 0, excluded: { CALENDAR_SKIP: moved.length } });
+    const next = await rest('POST', '/v1/jobs/bf-cal-next/backfills', TOKENS.a, { ...window, dry_run: true });
+    expect(next.body).toMatchObject({ planned: 0, excluded: { NOT_YET_DUE: moved.length } });
   }, 120_000);
 
   it("gRPC: dry run, backfill within the tenant's fire-rate cap (2/s), get, list, cancel of a finished one; bad input INVALID_ARGUMENT", async () => {

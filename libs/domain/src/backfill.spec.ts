@@ -7,8 +7,10 @@ import {
   occurrencesInWindow,
   pacedFires,
   parseBackfillRequest,
+  placeByCalendars,
   planBackfill,
 } from './backfill';
+import { CompiledCalendars, type BusinessCalendar } from './schedule/business-calendar';
 import { ValidationError } from './validation';
 import type { Schedule } from './schedule/schedule';
 
@@ -264,5 +266,96 @@ describe('backfillIdProblem', () => {
     expect(backfillIdProblem('42')).toEqual([]);
     expect(backfillIdProblem('0')[0]?.field).toBe('backfill_id');
     expect(backfillIdProblem('x', 'id')[0]?.field).toBe('id');
+  });
+});
+
+describe('a backfill through business calendars', () => {
+  // 2026-06-13 and 06-14 are a Saturday and a Sunday; 06-15 a Monday, closed too.
+  const weekdays: BusinessCalendar = {
+    name: 'ops',
+    version: 3,
+    closedWeekdays: [0, 6],
+    holidays: [],
+    closedDates: ['2026-06-15'],
+    openDates: [],
+  };
+  const cal = (rule: 'SKIP' | 'NEXT_BUSINESS_DAY' | 'PREVIOUS_BUSINESS_DAY') => ({
+    calendars: new CompiledCalendars([weekdays]),
+    rule,
+  });
+  const daily: Schedule = { kind: 'cron', expression: '0 9,17 * * *', timeZone: 'UTC' };
+  const window = occurrencesInWindow(daily, d('2026-06-12T00:00:00Z'), d('2026-06-17T00:00:00Z'));
+  const show = (placed: ReturnType<typeof placeByCalendars>['placed']) =>
+    placed.map(
+      (o) => `${o.nominal.toISOString().slice(5, 16)} ${o.calendarShiftMs ?? 0} ${o.calendar ?? '-'}`,
+    );
+
+  it('moves each to where its calendar puts it, holding a moved one behind the one before', () => {
+    const next = placeByCalendars(window, cal('NEXT_BUSINESS_DAY'), 'UTC');
+    const H = 3_600_000;
+    expect(show(next.placed)).toEqual([
+      '06-12T09:00 0 -',
+      '06-12T17:00 0 -',
+      // Saturday 09:00 → Tuesday 09:00, Saturday 17:00 → Tuesday 17:00; the later ones would land
+      // before the one before them, so they are held at Tuesday 17:00, as the claim holds them.
+      `06-16T09:00 ${72 * H} ops@3`,
+      `06-16T17:00 ${72 * H} ops@3`,
+      `06-16T17:00 ${56 * H} ops@3`,
+      `06-16T17:00 ${48 * H} ops@3`,
+      `06-16T17:00 ${32 * H} ops@3`,
+      `06-16T17:00 ${24 * H} ops@3`,
+      `06-16T17:00 ${8 * H} -`,
+      '06-16T17:00 0 -',
+    ]);
+    expect(next.calendarSkipped).toBe(0);
+  });
+
+  it('moves back to the previous business day, and leaves skipped ones out', () => {
+    const prev = placeByCalendars(window, cal('PREVIOUS_BUSINESS_DAY'), 'UTC');
+    // Saturday 09:00 → Friday 09:00, held behind Friday's own 17:00.
+    expect(prev.placed[2]).toEqual({
+      nominal: d('2026-06-12T17:00:00Z'),
+      dstShiftMs: 0,
+      calendarShiftMs: -16 * 3_600_000,
+      calendar: 'ops@3',
+    });
+    const skip = placeByCalendars(window, cal('SKIP'), 'UTC');
+    expect(skip.placed.map((o) => o.nominal.toISOString().slice(5, 16))).toEqual([
+      '06-12T09:00',
+      '06-12T17:00',
+      '06-16T09:00',
+      '06-16T17:00',
+    ]);
+    expect(skip.calendarSkipped).toBe(6);
+  });
+
+  it('counts a moved occurrence as run only when a fire has its instant and its calendar shift', () => {
+    const prev = placeByCalendars(window, cal('PREVIOUS_BUSINESS_DAY'), 'UTC').placed;
+    const moved = prev[2]!;
+    const plan = planBackfill(
+      prev,
+      {
+        // Friday 09:00's own fire, and the moved Saturday 09:00 (at Friday 17:00, told apart by its shift).
+        fired: [
+          { nominal: d('2026-06-12T09:00:00Z'), dstShiftMs: 0 },
+          { nominal: moved.nominal, dstShiftMs: 0, calendarShiftMs: moved.calendarShiftMs! },
+        ],
+        skipped: [],
+      },
+      DEFAULT_BACKFILL_SKIP_REASONS,
+    );
+    expect(plan.alreadyRan).toBe(2);
+    expect(plan.items).toHaveLength(prev.length - 2);
+    expect(plan.items[0]).toEqual({
+      nominal: d('2026-06-12T17:00:00Z'),
+      dstShiftMs: 0,
+      reason: 'NEVER_FIRED',
+    });
+    expect(plan.items[1]).toMatchObject({
+      nominal: d('2026-06-12T17:00:00Z'),
+      calendarShiftMs: -24 * 3_600_000,
+      calendar: 'ops@3',
+      reason: 'NEVER_FIRED',
+    });
   });
 });

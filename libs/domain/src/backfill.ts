@@ -6,6 +6,8 @@
  */
 import { FieldReader, parseInstant, ValidationError, type FieldViolation } from './validation';
 import { instantRangeProblem } from './instant';
+import type { JobCalendars } from './calendar-planner';
+import { applyCalendarRule, calendarRef } from './schedule/business-calendar';
 import { OccurrenceCursor, type Occurrence } from './schedule/occurrences';
 import type { Schedule } from './schedule/schedule';
 
@@ -173,10 +175,55 @@ export function occurrencesInWindow(schedule: Schedule, from: Date, to: Date): O
   return out;
 }
 
+/**
+ * A window occurrence where the job's business calendars put it: its nominal is the instant it
+ * fires at (moved or not), as the claim records it, told apart from others at that instant by the
+ * DST and calendar shifts.
+ */
+export interface PlacedOccurrence extends Occurrence {
+  /** How far a calendar moved it (nominal − the schedule's instant); 0 when it fires where it falls. */
+  readonly calendarShiftMs?: number;
+  /** The calendar that moved it, `name@version`. */
+  readonly calendar?: string;
+}
+
+/**
+ * Puts a window's occurrences where the job's calendars put them, as the claim plans them: a moved
+ * one at its new instant, held behind the previous one (a moved occurrence never fires before it),
+ * a skipped one (CALENDAR_SKIP) left out and counted. The hold starts with the window, so a move
+ * from before the window that the claim held past an occurrence inside it is not seen.
+ */
+export function placeByCalendars(
+  occurrences: readonly Occurrence[],
+  cal: JobCalendars,
+  zone: string,
+): { readonly placed: PlacedOccurrence[]; readonly calendarSkipped: number } {
+  const placed: PlacedOccurrence[] = [];
+  let calendarSkipped = 0;
+  let floor = -Infinity;
+  for (const o of occurrences) {
+    const at = o.nominal.getTime();
+    const d = applyCalendarRule(cal.calendars, cal.rule, at, zone);
+    if (d.kind === 'SKIP') {
+      calendarSkipped++;
+      continue;
+    }
+    const due = Math.max(d.at, floor);
+    floor = due;
+    placed.push({
+      nominal: new Date(due),
+      dstShiftMs: o.dstShiftMs,
+      ...(due !== at ? { calendarShiftMs: due - at } : {}),
+      ...(d.kind === 'SHIFT' ? { calendar: calendarRef(d.calendar) } : {}),
+    });
+  }
+  return { placed, calendarSkipped };
+}
+
 /** What the occurrence ledger holds for a job over a window. */
 export interface BackfillLedger {
-  /** Occurrences that fired (by schedule or by an earlier backfill): nominal instant and DST shift. */
-  readonly fired: readonly Occurrence[];
+  /** Occurrences that fired (by schedule or by an earlier backfill): nominal instant, DST and calendar shifts. */
+  readonly fired: readonly PlacedOccurrence[];
   /** Ranges of occurrences that did not fire, with the reason recorded (INVALID_DEFINITION: … is read by its prefix). */
   readonly skipped: readonly {
     readonly reason: string;
@@ -189,6 +236,9 @@ export interface BackfillLedger {
 export interface BackfillItem {
   readonly nominal: Date;
   readonly dstShiftMs: number;
+  /** A business calendar's move (its nominal is the moved instant), and the calendar `name@version`. */
+  readonly calendarShiftMs?: number;
+  readonly calendar?: string;
   readonly reason: BackfillItemReason;
 }
 
@@ -207,7 +257,7 @@ export interface BackfillPlan {
  * skipped for a reason in `skipReasons`. A skip record's reason is its latest for the occurrence.
  */
 export function planBackfill(
-  occurrences: readonly Occurrence[],
+  occurrences: readonly PlacedOccurrence[],
   ledger: BackfillLedger,
   skipReasons: readonly BackfillSkipReason[],
 ): BackfillPlan {
@@ -222,10 +272,16 @@ export function planBackfill(
       return;
     }
     const reason = reasons[i];
+    const placed = {
+      nominal: o.nominal,
+      dstShiftMs: o.dstShiftMs,
+      ...(o.calendarShiftMs ? { calendarShiftMs: o.calendarShiftMs } : {}),
+      ...(o.calendar ? { calendar: o.calendar } : {}),
+    };
     if (reason === undefined) {
-      items.push({ nominal: o.nominal, dstShiftMs: o.dstShiftMs, reason: 'NEVER_FIRED' });
+      items.push({ ...placed, reason: 'NEVER_FIRED' });
     } else if ((skipReasons as readonly string[]).includes(reason)) {
-      items.push({ nominal: o.nominal, dstShiftMs: o.dstShiftMs, reason: reason as BackfillSkipReason });
+      items.push({ ...placed, reason: reason as BackfillSkipReason });
     } else {
       excluded[reason] = (excluded[reason] ?? 0) + 1;
     }
@@ -233,8 +289,8 @@ export function planBackfill(
   return { items, alreadyRan, excluded };
 }
 
-function occurrenceKey(o: Occurrence): string {
-  return `${o.nominal.getTime()}/${o.dstShiftMs}`;
+function occurrenceKey(o: PlacedOccurrence): string {
+  return `${o.nominal.getTime()}/${o.dstShiftMs}/${o.calendarShiftMs ?? 0}`;
 }
 
 /**

@@ -6,7 +6,10 @@
  */
 import {
   JOB_ID_PATTERN,
+  jobCalendarsOf,
   occurrencesInWindow,
+  placeByCalendars,
+  scheduleZone,
   parseBackfillRequest,
   planBackfill,
   ValidationError,
@@ -84,19 +87,32 @@ export class BackfillService {
     checkJobId(jobId);
     const request = parseBackfillRequest(raw, this.now());
     const job = visibleJob(caller, jobId, await this.backfills.findJob(jobId));
-    // A calendar moves or skips occurrences, so the ledger's rows are not the schedule's instants:
-    // planning through the calendar is not built yet, and a plan without it could fire twice.
-    if ((job.policies.calendars?.length ?? 0) > 0)
-      throw new ValidationError([
-        {
-          field: 'job_id',
-          message:
-            'names business calendars (policies.calendars): a backfill of such a job is not supported yet',
-        },
-      ]);
-    const occurrences = occurrencesInWindow(job.schedule, request.from, request.to);
-    const ledger = await this.backfills.ledger(jobId, request.from, request.to);
-    const plan = planBackfill(occurrences, ledger, request.skipReasons);
+    const inWindow = occurrencesInWindow(job.schedule, request.from, request.to);
+    // A job with business calendars fires its occurrences where the calendars put them, and the
+    // ledger records them there: the plan compares those, and a calendar's skips are left out.
+    const calendars = await this.jobs.businessCalendarsOf(job);
+    const cal = calendars ? jobCalendarsOf({ ...job, calendars }) : null;
+    const { placed, calendarSkipped } = cal
+      ? placeByCalendars(inWindow, cal, scheduleZone(job.schedule))
+      : { placed: inWindow, calendarSkipped: 0 };
+    // One moved to a day still to come is the schedule's to fire, not the backfill's.
+    const nowMs = this.now().getTime();
+    const occurrences = placed.filter((o) => o.nominal.getTime() < nowMs);
+    const notYetDue = placed.length - occurrences.length;
+    // Moved occurrences may fire outside the window: the ledger is read over where they fire too.
+    const firstAt = Math.min(request.from.getTime(), occurrences[0]?.nominal.getTime() ?? Infinity);
+    const lastAt = Math.max(
+      request.to.getTime(),
+      (occurrences[occurrences.length - 1]?.nominal.getTime() ?? 0) + 1,
+    );
+    const ledger = await this.backfills.ledger(jobId, new Date(firstAt), new Date(lastAt));
+    const planned = planBackfill(occurrences, ledger, request.skipReasons);
+    const excluded = {
+      ...planned.excluded,
+      ...(calendarSkipped > 0 ? { CALENDAR_SKIP: calendarSkipped } : {}),
+      ...(notYetDue > 0 ? { NOT_YET_DUE: notYetDue } : {}),
+    };
+    const plan = { ...planned, excluded };
     return {
       jobId,
       request,

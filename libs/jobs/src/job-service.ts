@@ -601,6 +601,13 @@ export class JobService {
     return tx.replaceDefinition(definition, status, next);
   }
 
+  /** The business calendars a job names, resolved for its tenant; undefined when it names none. */
+  async businessCalendarsOf(
+    definition: Pick<JobDefinition, 'tenantId' | 'policies'>,
+  ): Promise<BusinessCalendar[] | undefined> {
+    return this.calendarsOf(definition);
+  }
+
   /**
    * The calendars a definition names, resolved for its tenant (own before shared), in its order;
    * undefined when it names none. A name that resolves to no calendar is refused naming its field.

@@ -55,6 +55,9 @@ CREATE TABLE backfill_items (
   seq           integer NOT NULL,
   nominal_time  timestamptz NOT NULL,
   dst_shift_ms  integer NOT NULL DEFAULT 0,
+  -- A business calendar's move (nominal_time is the moved instant) and the calendar, name@version.
+  calendar_shift_ms bigint NOT NULL DEFAULT 0,
+  calendar      text,
   reason        text NOT NULL,
   -- PLANNED: not fired yet; FIRED: its fire is fence_token; ALREADY_RAN: the occurrence had fired
   -- by then (a concurrent backfill or claim), so it was not fired again.

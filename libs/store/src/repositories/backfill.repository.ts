@@ -140,8 +140,12 @@ export class BackfillRepository {
 
   /** The occurrence ledger of a job over [from, to): its scheduled and backfill fires, and the skip ranges overlapping it. */
   async ledger(jobId: string, from: Date, to: Date): Promise<BackfillLedger> {
-    const fired = await this.pool.query<{ nominal_time: Date; dst_shift_ms: number }>(
-      `SELECT nominal_time, dst_shift_ms FROM fires
+    const fired = await this.pool.query<{
+      nominal_time: Date;
+      dst_shift_ms: number;
+      calendar_shift_ms: string;
+    }>(
+      `SELECT nominal_time, dst_shift_ms, calendar_shift_ms FROM fires
         WHERE job_id = $1 AND trigger IN ('SCHEDULE', 'BACKFILL') AND nominal_time >= $2 AND nominal_time < $3`,
       [jobId, from, to],
     );
@@ -151,7 +155,11 @@ export class BackfillRepository {
       [jobId, from, to],
     );
     return {
-      fired: fired.rows.map((r) => ({ nominal: r.nominal_time, dstShiftMs: r.dst_shift_ms })),
+      fired: fired.rows.map((r) => ({
+        nominal: r.nominal_time,
+        dstShiftMs: r.dst_shift_ms,
+        calendarShiftMs: Number(r.calendar_shift_ms),
+      })),
       skipped: skipped.rows.map((r) => ({
         reason: r.reason,
         firstNominal: r.first_nominal,
@@ -197,15 +205,18 @@ export class BackfillRepository {
       const b = backfillFromRow(rows[0]!);
       if (!done)
         await client.query(
-          `INSERT INTO backfill_items (backfill_id, seq, nominal_time, dst_shift_ms, reason)
-           SELECT $1, i.seq, i.nominal, i.shift, i.reason
-             FROM unnest($2::int[], $3::timestamptz[], $4::int[], $5::text[]) AS i(seq, nominal, shift, reason)`,
+          `INSERT INTO backfill_items (backfill_id, seq, nominal_time, dst_shift_ms, reason, calendar_shift_ms, calendar)
+           SELECT $1, i.seq, i.nominal, i.shift, i.reason, i.cal_shift, i.calendar
+             FROM unnest($2::int[], $3::timestamptz[], $4::int[], $5::text[], $6::bigint[], $7::text[])
+                  AS i(seq, nominal, shift, reason, cal_shift, calendar)`,
           [
             b.backfillId,
             plan.items.map((_, i) => i + 1),
             plan.items.map((i) => i.nominal),
             plan.items.map((i) => i.dstShiftMs),
             plan.items.map((i) => i.reason),
+            plan.items.map((i) => i.calendarShiftMs ?? 0),
+            plan.items.map((i) => i.calendar ?? null),
           ],
         );
       await insertAudit(client, req.audit, {
@@ -378,22 +389,30 @@ export class BackfillRepository {
         );
         return { fenced: false, fired: [], foundRan: 0, status: 'FAILED' };
       }
-      const { rows: items } = await client.query<{ seq: number; nominal_time: Date; dst_shift_ms: number }>(
-        `SELECT seq, nominal_time, dst_shift_ms FROM backfill_items
+      const { rows: items } = await client.query<{
+        seq: number;
+        nominal_time: Date;
+        dst_shift_ms: number;
+        calendar_shift_ms: string;
+        calendar: string | null;
+      }>(
+        `SELECT seq, nominal_time, dst_shift_ms, calendar_shift_ms, calendar FROM backfill_items
           WHERE backfill_id = $1 AND state = 'PLANNED' ORDER BY seq LIMIT $2`,
         [due.backfillId, Math.max(0, paced.count)],
       );
       // Occurrences that fired since the plan (another backfill, a claim): not fired again. The
       // job row is locked, so no claim of this job commits a fire between this read and the insert.
       const { rows: ran } = await client.query<{ seq: number }>(
-        `SELECT i.seq FROM unnest($1::int[], $2::timestamptz[], $3::int[]) AS i(seq, nominal, shift)
+        `SELECT i.seq FROM unnest($1::int[], $2::timestamptz[], $3::int[], $5::bigint[]) AS i(seq, nominal, shift, cal_shift)
           WHERE EXISTS (SELECT 1 FROM fires f WHERE f.job_id = $4 AND f.trigger IN ('SCHEDULE', 'BACKFILL')
-                           AND f.nominal_time = i.nominal AND f.dst_shift_ms = i.shift)`,
+                           AND f.nominal_time = i.nominal AND f.dst_shift_ms = i.shift
+                           AND f.calendar_shift_ms = i.cal_shift)`,
         [
           items.map((i) => i.seq),
           items.map((i) => i.nominal_time),
           items.map((i) => i.dst_shift_ms),
           b.job_id,
+          items.map((i) => i.calendar_shift_ms),
         ],
       );
       const ranSeqs = new Set(ran.map((r) => r.seq));
@@ -423,9 +442,10 @@ export class BackfillRepository {
           `WITH b AS (
              INSERT INTO fire_batches (shard, trigger, claimed_by, fires) VALUES ($3, 'BACKFILL', $4, $5) RETURNING batch_id
            )
-           INSERT INTO fires (job_id, fence_token, tenant_id, shard, nominal_time, dst_shift_ms, scheduled_for, trigger, claimed_by, event, job_version, batch_id)
-           SELECT $1, v.token, $2, $3, v.nominal, v.shift, $6, 'BACKFILL', $4, v.event, $7, b.batch_id
-             FROM unnest($8::bigint[], $9::timestamptz[], $10::int[], $11::jsonb[]) AS v(token, nominal, shift, event), b`,
+           INSERT INTO fires (job_id, fence_token, tenant_id, shard, nominal_time, dst_shift_ms, scheduled_for, trigger, claimed_by, event, job_version, batch_id, calendar_shift_ms, calendar)
+           SELECT $1, v.token, $2, $3, v.nominal, v.shift, $6, 'BACKFILL', $4, v.event, $7, b.batch_id, v.cal_shift, v.calendar
+             FROM unnest($8::bigint[], $9::timestamptz[], $10::int[], $11::jsonb[], $12::bigint[], $13::text[])
+                  AS v(token, nominal, shift, event, cal_shift, calendar), b`,
           [
             job.jobId,
             job.tenantId,
@@ -438,6 +458,8 @@ export class BackfillRepository {
             toFire.map((i) => i.nominal_time),
             toFire.map((i) => i.dst_shift_ms),
             fired.map((f) => JSON.stringify(fireEventSnapshot(f))),
+            toFire.map((i) => i.calendar_shift_ms),
+            toFire.map((i) => i.calendar),
           ],
         );
       }
