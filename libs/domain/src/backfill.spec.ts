@@ -283,7 +283,13 @@ describe('a backfill through business calendars', () => {
     calendars: new CompiledCalendars([weekdays]),
     rule,
   });
-  const daily: Schedule = { kind: 'cron', expression: '0 9,17 * * *', timeZone: 'UTC' };
+  const daily = {
+    kind: 'cron',
+    expression: '0 9,17 * * *',
+    timeZone: 'UTC',
+    dstGap: 'AUTO',
+    dstRepeat: 'AUTO',
+  } as unknown as Schedule;
   const window = occurrencesInWindow(daily, d('2026-06-12T00:00:00Z'), d('2026-06-17T00:00:00Z'));
   const show = (placed: ReturnType<typeof placeByCalendars>['placed']) =>
     placed.map(
