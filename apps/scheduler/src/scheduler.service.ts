@@ -8,8 +8,8 @@ import {
   type BeforeApplicationShutdown,
   type OnApplicationBootstrap,
 } from '@nestjs/common';
-import { loadTenants, type TenantRegistry, type TickworkConfig } from '@tickwork/config';
-import { BackfillService, JobService, jobServiceOptionsOf, ScheduleCommandHandler } from '@tickwork/jobs';
+import type { TenantRegistry, TickworkConfig } from '@tickwork/config';
+import { BackfillService, createJobService, ScheduleCommandHandler } from '@tickwork/jobs';
 import { planClaimedJob, TenantTokenBuckets, type ShardEpoch } from '@tickwork/domain';
 import {
   CommandCodec,
@@ -104,7 +104,8 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
   private loops: FireLoop[] = [];
   private rejoining = false;
   private stopped = false;
-  private commandHandler: Promise<ScheduleCommandHandler> | undefined;
+  /** Applies schedule commands; made at boot, before the group gives this instance any. */
+  private commandHandler: ScheduleCommandHandler | undefined;
   /** Kafka admin for the readiness probe and the lag sampler. */
   private readonly admin = new LazyKafkaAdmin(() => this.messaging?.bus);
   private sampler: ClusterSampler | undefined;
@@ -115,15 +116,13 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
   /** Fire lines (debug) go to pino directly, so their fields are built only when enabled. */
   private readonly fireLog: PinoLogger;
   private readonly readiness: Readiness;
-  /** The tenant registry, read and validated at boot: a bad file stops the start, not the first command. */
-  private readonly tenants: TenantRegistry;
-
   constructor(
     private readonly config: TickworkConfig,
+    /** Read and validated by main.ts before anything starts: a bad file stops the start. */
+    private readonly tenants: TenantRegistry,
     private readonly pool: Pool,
     private readonly telemetry: Telemetry,
   ) {
-    this.tenants = loadTenants();
     this.metrics = new SchedulerMetrics(telemetry.tenants, () => this.heldShards().length);
     this.fireLog = telemetry.logger.child({ context: 'fires' });
     this.readiness = new Readiness({
@@ -158,6 +157,9 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
       this.log[level === 'info' ? 'log' : level](message),
     );
     this.producer = await this.messaging.bus.producer({ idempotent: true });
+    // Made at boot (the command schema read and registered): a bad schema file or an unreachable
+    // registry stops the start instead of failing the first command.
+    this.commandHandler = await this.createCommandHandler();
     this.ownership = new ShardOwnership(
       new ShardLeaseRepository(this.pool),
       c.instanceId,
@@ -504,11 +506,9 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
    */
   private async onCommands(batch: InboundBatch): Promise<void> {
     if (batch.messages.length === 0) return;
-    this.commandHandler ??= this.createCommandHandler().catch((e: unknown) => {
-      this.commandHandler = undefined;
-      throw e;
-    });
-    const handler = await this.commandHandler;
+    const handler = this.commandHandler;
+    // Made at boot, before the group is joined: without it the batch is not consumed (retried).
+    if (!handler) throw new Error('schedule commands arrived before the command handler was made');
     // One process span per batch: the child of the command's producer when the batch holds one
     // command, linked to each command's producer otherwise. The job writes are its children.
     const producers = batch.messages.map((m) => spanContextOf(m.headers));
@@ -532,10 +532,15 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
   private async createCommandHandler(): Promise<ScheduleCommandHandler> {
     const c = this.config;
     const codec = await CommandCodec.connect(c.schemaRegistryUrl, c.topics.commands);
-    const jobs = new JobService(new JobRepository(this.pool), new HistoryRepository(this.pool), {
-      ...jobServiceOptionsOf(c, this.tenants),
-      calendars: new CalendarRepository(this.pool),
-    });
+    const jobs = createJobService(
+      {
+        jobs: new JobRepository(this.pool),
+        history: new HistoryRepository(this.pool),
+        calendars: new CalendarRepository(this.pool),
+      },
+      c,
+      this.tenants,
+    );
     const counter = counterOf(meter(), SCHEDULER_METRICS.commands);
     return new ScheduleCommandHandler(
       (bytes) => codec.decode(bytes),
