@@ -9,7 +9,7 @@ export {
   type UpdatableField,
   type UpdatePreview,
 } from './job-service';
-export { createJobService, jobServiceOptionsOf, type JobServiceStores } from './job-service-factory';
+export { createJobService, type JobServiceStores } from './job-service-factory';
 export { JobHistoryService, parseFireId, type Page } from './history-service';
 export {
   previewSchedule,

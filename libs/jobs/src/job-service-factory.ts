@@ -28,7 +28,7 @@ export function createJobService(
 }
 
 /** The JobService settings that follow from an app's config and tenant registry. */
-export function jobServiceOptionsOf(config: TickworkConfig, tenants: TenantRegistry): JobServiceOptions {
+function jobServiceOptionsOf(config: TickworkConfig, tenants: TenantRegistry): JobServiceOptions {
   return {
     shardCount: config.shardCount,
     herdJitterMs: config.scheduler.herdJitterMs,

@@ -2,7 +2,7 @@ export { createPool, ensureDatabase, inTransaction, isSessionLoss, type PoolOpti
 export { isTransientDatabaseError } from './transient-error';
 export { migrate, listMigrations, type Migration } from './migrate';
 export { dumpFreshSchema, dumpSchema, normaliseSchemaDump, SCHEMA_DUMP_PATH } from './schema-dump';
-export { JobRepository, PgLockedJob } from './repositories/job.repository';
+export { JobRepository } from './repositories/job.repository';
 export {
   FireRepository,
   probeOfShards,

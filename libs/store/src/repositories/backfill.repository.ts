@@ -97,6 +97,7 @@ function backfillFromRow(r: BackfillRow): Backfill {
 
 const ACTIVE = ACTIVE_BACKFILL_STATUSES as readonly string[];
 
+/** Backfills in PostgreSQL: implements libs/jobs' BackfillStore port and libs/scheduling's. */
 export class BackfillRepository {
   constructor(private readonly pool: Pool) {}
 

@@ -24,6 +24,7 @@ function selectorSql(eq: string, neq: string): string {
   return `j.labels @> ${eq}::jsonb AND NOT EXISTS (SELECT 1 FROM jsonb_each_text(${neq}::jsonb) n WHERE j.labels->>n.key = n.value)`;
 }
 
+/** Bulk actions' windows in PostgreSQL: implements libs/jobs' BulkStore port (and the pause sweep). */
 export class BulkRepository {
   constructor(private readonly pool: Pool) {}
 

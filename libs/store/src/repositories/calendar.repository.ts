@@ -20,6 +20,7 @@ import { claimableJobFromRow } from './rows';
 
 const COLUMNS = 'tenant_id, name, version, definition, created_at, updated_at';
 
+/** Business calendars in PostgreSQL: implements libs/jobs' CalendarStore port. */
 export class CalendarRepository {
   constructor(private readonly pool: Pool) {}
 

@@ -6,7 +6,7 @@
 import type { Pool } from 'pg';
 import type { ShardBacklog, ShardOutbox } from '@tickwork/domain';
 
-/** The cluster gauges' queries (read-only). */
+/** The cluster gauges' queries (read-only): implements libs/jobs' ClusterStatsStore port. */
 export class ClusterStatsRepository {
   constructor(private readonly pool: Pool) {}
 

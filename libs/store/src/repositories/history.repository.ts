@@ -40,6 +40,7 @@ interface OccurrenceRow {
 /** How many of a job's newest fires listClaimedAhead looks at. */
 const CLAIMED_AHEAD_SCAN = 1_000;
 
+/** Runs, occurrences and dead letters in PostgreSQL: implements libs/jobs' HistoryStore port. */
 export class HistoryRepository {
   constructor(private readonly pool: Pool) {}
 

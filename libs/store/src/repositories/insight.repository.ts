@@ -14,6 +14,7 @@ import type {
 
 const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
+/** The console's cluster and lateness reads: implements libs/jobs' InsightStore port. */
 export class InsightRepository {
   constructor(private readonly pool: Pool) {}
 

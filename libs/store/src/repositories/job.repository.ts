@@ -47,6 +47,7 @@ import { isRowDataError } from './fire.repository';
 /** A page's filters look at this many jobs at most: about 20 ms of index scan. */
 export const DEFAULT_LIST_SCAN = 5_000;
 
+/** Jobs in PostgreSQL: implements libs/jobs' JobStore port (a change's LockedJob is PgLockedJob). */
 export class JobRepository {
   constructor(private readonly pool: Pool) {}
 
