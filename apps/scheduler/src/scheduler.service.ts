@@ -9,10 +9,9 @@ import {
   type OnApplicationBootstrap,
 } from '@nestjs/common';
 import type { TenantRegistry, TickworkConfig } from '@tickwork/config';
-import { BackfillService, createJobService, ScheduleCommandHandler } from '@tickwork/jobs';
+import type { ScheduleCommandHandler } from '@tickwork/jobs';
 import { planClaimedJob, TenantTokenBuckets, type ShardEpoch } from '@tickwork/domain';
 import {
-  CommandCodec,
   isBrokerError,
   type MessageConsumer,
   type MessageProducer,
@@ -36,10 +35,7 @@ import {
   BulkRepository,
   ClusterStatsRepository,
   FireRepository,
-  CalendarRepository,
-  HistoryRepository,
   isSessionLoss,
-  JobRepository,
   ShardLeaseRepository,
   SloRepository,
   type ClaimedFire,
@@ -57,9 +53,6 @@ import {
   inSpan,
   kafkaAttributes,
   linkTo,
-  meter,
-  SCHEDULER_METRICS,
-  counterOf,
   Readiness,
   SchedulerMetrics,
   SloMetrics,
@@ -70,6 +63,7 @@ import {
   type Telemetry,
 } from '@tickwork/telemetry';
 import { ClusterSampler } from './cluster-sampler';
+import { createCommandHandler } from './command-wiring';
 
 /** How often the scheduler resumes jobs whose pause-until has come: a pause ends at most this late. */
 const PAUSE_SWEEP_EVERY_MS = 1_000;
@@ -159,7 +153,13 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
     this.producer = await this.messaging.bus.producer({ idempotent: true });
     // Made at boot (the command schema read and registered): a bad schema file or an unreachable
     // registry stops the start instead of failing the first command.
-    this.commandHandler = await this.createCommandHandler();
+    this.commandHandler = await createCommandHandler({
+      config: c,
+      tenants: this.tenants,
+      pool: this.pool,
+      producer: this.producer,
+      log: this.log,
+    });
     this.ownership = new ShardOwnership(
       new ShardLeaseRepository(this.pool),
       c.instanceId,
@@ -526,70 +526,6 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
       },
       () => handler.handleBatch(batch),
       single ? extractTraceContext(batch.messages[0]!.headers) : undefined,
-    );
-  }
-
-  private async createCommandHandler(): Promise<ScheduleCommandHandler> {
-    const c = this.config;
-    const codec = await CommandCodec.connect(c.schemaRegistryUrl, c.topics.commands);
-    const jobs = createJobService(
-      {
-        jobs: new JobRepository(this.pool),
-        history: new HistoryRepository(this.pool),
-        calendars: new CalendarRepository(this.pool),
-      },
-      c,
-      this.tenants,
-    );
-    const counter = counterOf(meter(), SCHEDULER_METRICS.commands);
-    return new ScheduleCommandHandler(
-      (bytes) => codec.decode(bytes),
-      jobs,
-      (m, code, reason) =>
-        this.producer!.send([
-          {
-            topic: c.topics.commandsRejected,
-            messages: [
-              {
-                key: m.key,
-                value: m.value,
-                headers: {
-                  ...m.headers,
-                  'tickwork-reject-code': code,
-                  'tickwork-reject-reason': reason,
-                  'tickwork-source': `${m.topic}/${m.partition}/${m.offset}`,
-                },
-              },
-            ],
-          },
-        ]),
-      {
-        applied: (type) => counter.add(1, { outcome: 'applied', type }),
-        duplicate: (type) => counter.add(1, { outcome: 'duplicate', type }),
-        rejected: (code) => counter.add(1, { outcome: 'rejected', code }),
-        forwarded: (count) => counter.add(count, { outcome: 'forwarded' }),
-      },
-      {
-        shardCount: c.shardCount,
-        maxCommandBytes: c.api.maxPayloadBytes + 64 * 1024,
-        storeHealthy: async () => (await this.pool.query('SELECT 1')).rowCount === 1,
-        backfills: new BackfillService(jobs, new BackfillRepository(this.pool)),
-        log: (message, level) => (level === 'info' ? this.log.log(message) : this.log.warn(message)),
-      },
-      // Misplaced commands go to their shard's partition in one send, in their order: an
-      // idempotent producer keeps that order on the partition, so a job's commands stay in order.
-      (misplaced) =>
-        this.producer!.send([
-          {
-            topic: c.topics.commands,
-            messages: misplaced.map(({ message: m, shard }) => ({
-              key: m.key,
-              value: m.value,
-              partition: shard,
-              headers: { ...m.headers, 'tickwork-forwarded-from': `${m.topic}/${m.partition}/${m.offset}` },
-            })),
-          },
-        ]),
     );
   }
 
