@@ -110,6 +110,7 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
   /** Fire lines (debug) go to pino directly, so their fields are built only when enabled. */
   private readonly fireLog: PinoLogger;
   private readonly readiness: Readiness;
+
   constructor(
     private readonly config: TickworkConfig,
     /** Read and validated by main.ts before anything starts: a bad file stops the start. */
