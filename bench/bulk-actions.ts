@@ -9,6 +9,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { MAX_JITTER_MS } from '@tickwork/domain';
 import { BulkActionService, JobService, type Caller } from '@tickwork/jobs';
 import {
   BulkRepository,
@@ -46,7 +47,7 @@ async function main(): Promise<void> {
       new JobService(new JobRepository(pool), new HistoryRepository(pool), {
         shardCount: 16,
         herdJitterMs: 0,
-        limits: { minIntervalMs: 1_000, maxPayloadBytes: 262_144, maxJitterMs: 3_600_000 },
+        limits: { minIntervalMs: 1_000, maxPayloadBytes: 262_144, maxJitterMs: MAX_JITTER_MS },
       }),
     );
     const caller: Caller = { actor: 'bench', role: 'tenant', tenantId: 'acme', via: 'rest' };

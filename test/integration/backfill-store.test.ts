@@ -13,6 +13,7 @@ import {
   parseBackfillRequest,
   planBackfill,
   planDueOccurrences,
+  type AuditEntry,
   type BackfillRequest,
   type JobDefinition,
   type PacedFires,
@@ -23,7 +24,6 @@ import {
   FireRepository,
   JobRepository,
   ShardLeaseRepository,
-  type AuditEntry,
   type DueBackfill,
 } from '@tickwork/store';
 import { testDatabase, type TestDatabase } from '../support/db';

@@ -4,6 +4,7 @@
  * once do not deadlock; one tenant's call never touches another tenant's jobs; the pause-until
  * sweep resumes only the shards it is given, with the pause's catch-up choice, and audits it.
  */
+import { MAX_JITTER_MS } from '@tickwork/domain';
 import { BulkActionService, JobService, type Caller } from '@tickwork/jobs';
 import { BulkRepository, HistoryRepository, JobRepository } from '@tickwork/store';
 import { testDatabase, type TestDatabase } from '../support/db';
@@ -33,7 +34,7 @@ describe('bulk action windows', () => {
       new JobService(new JobRepository(db.pool), new HistoryRepository(db.pool), {
         shardCount: 4,
         herdJitterMs: 0,
-        limits: { minIntervalMs: 1_000, maxPayloadBytes: 65_536, maxJitterMs: 3_600_000 },
+        limits: { minIntervalMs: 1_000, maxPayloadBytes: 65_536, maxJitterMs: MAX_JITTER_MS },
       }),
       { windowJobs: WINDOW },
     );

@@ -5,7 +5,13 @@
  * fires; a calendar update bumps its version, keeps the old one, audits, and re-plans the jobs that
  * use it; a calendar in use is not deleted; a tenant cannot name another tenant's calendar.
  */
-import { DEFAULT_POLICIES, planClaimedJob, type JobDefinition, type JobPolicies } from '@tickwork/domain';
+import {
+  DEFAULT_POLICIES,
+  MAX_JITTER_MS,
+  planClaimedJob,
+  type JobDefinition,
+  type JobPolicies,
+} from '@tickwork/domain';
 import { CalendarService, JobService, type Caller } from '@tickwork/jobs';
 import {
   CalendarRepository,
@@ -47,7 +53,7 @@ describe('business calendars (store and claim)', () => {
     service = new JobService(jobs, new HistoryRepository(db.pool), {
       shardCount: 4,
       herdJitterMs: 0,
-      limits: { minIntervalMs: 1_000, maxPayloadBytes: 65_536, maxJitterMs: 3_600_000 },
+      limits: { minIntervalMs: 1_000, maxPayloadBytes: 65_536, maxJitterMs: MAX_JITTER_MS },
       calendars: repo,
     });
     calendars = new CalendarService(repo, service, { herdJitterMs: 0 });

@@ -3,7 +3,8 @@
  * (HistoryRepository.listDeadLetters against real PostgreSQL): following each page's last cursor
  * visits every dead letter once, in order, also among rows updated in the same microsecond.
  */
-import { HistoryRepository, type DeadLetterEntry } from '@tickwork/store';
+import type { DeadLetterEntry } from '@tickwork/domain';
+import { HistoryRepository } from '@tickwork/store';
 import { testDatabase, type TestDatabase } from '../support/db';
 
 describe('dead-letter pages', () => {

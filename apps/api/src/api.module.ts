@@ -1,4 +1,4 @@
-/** Wiring of the API app: config → database → repositories → jobs services → REST and gRPC controllers. */
+/** Wiring of the API app: config → database → store ports → jobs services → REST and gRPC controllers. */
 import {
   Inject,
   Module,
@@ -9,15 +9,6 @@ import {
   type OnApplicationShutdown,
 } from '@nestjs/common';
 import type { ApiListenConfig, TenantRegistry, TickworkConfig } from '@tickwork/config';
-import {
-  BackfillService,
-  BulkActionService,
-  CalendarService,
-  InsightService,
-  JobHistoryService,
-  JobService,
-  jobServiceOptionsOf,
-} from '@tickwork/jobs';
 import { createKafkaBus } from '@tickwork/messaging';
 import {
   LazyKafkaAdmin,
@@ -26,16 +17,7 @@ import {
   openDatabase,
   TELEMETRY,
 } from '@tickwork/runtime';
-import {
-  BackfillRepository,
-  BulkRepository,
-  CalendarRepository,
-  ClusterStatsRepository,
-  HistoryRepository,
-  InsightRepository,
-  JobRepository,
-  type Pool,
-} from '@tickwork/store';
+import type { Pool } from '@tickwork/store';
 import { ApiMetrics, Readiness, type Telemetry } from '@tickwork/telemetry';
 import { Authenticator } from './auth';
 import { AdminGrpcController } from './grpc/admin.controller';
@@ -48,6 +30,7 @@ import { CalendarsController } from './rest/calendars.controller';
 import { BackfillsController } from './rest/backfills.controller';
 import { JobsController } from './rest/jobs.controller';
 import { JsonBodyOnly } from './rest/json-body.middleware';
+import { jobsServiceProviders, storePortProviders } from './jobs-providers';
 import { OpenApiController } from './rest/openapi.controller';
 import { API_METRICS, CONFIG, KAFKA_PROBE, LISTEN, POOL, READINESS, TENANTS } from './tokens';
 
@@ -110,66 +93,9 @@ export class ApiModule implements NestModule, OnApplicationShutdown {
         { provide: TENANTS, useValue: tenants },
         { provide: LISTEN, useValue: listen },
         { provide: POOL, useFactory: () => openDatabase(config) },
-        { provide: JobRepository, useFactory: (pool: Pool) => new JobRepository(pool), inject: [POOL] },
-        {
-          provide: HistoryRepository,
-          useFactory: (pool: Pool) => new HistoryRepository(pool),
-          inject: [POOL],
-        },
         { provide: Authenticator, useFactory: () => new Authenticator(tenants) },
-        {
-          provide: JobService,
-          useFactory: (jobs: JobRepository, history: HistoryRepository, calendars: CalendarRepository) =>
-            new JobService(jobs, history, { ...jobServiceOptionsOf(config, tenants), calendars }),
-          inject: [JobRepository, HistoryRepository, CalendarRepository],
-        },
-        {
-          provide: CalendarRepository,
-          useFactory: (pool: Pool) => new CalendarRepository(pool),
-          inject: [POOL],
-        },
-        {
-          provide: CalendarService,
-          useFactory: (calendars: CalendarRepository, service: JobService) =>
-            new CalendarService(calendars, service, { herdJitterMs: config.scheduler.herdJitterMs }),
-          inject: [CalendarRepository, JobService],
-        },
-        {
-          provide: InsightService,
-          useFactory: (pool: Pool, jobs: JobRepository, kafka: LazyKafkaAdmin) =>
-            new InsightService(
-              new InsightRepository(pool),
-              new ClusterStatsRepository(pool),
-              jobs,
-              {
-                groups: [
-                  { group: config.scheduler.groupId, topic: config.topics.commands },
-                  { group: config.executor.groupId, topic: config.topics.fires },
-                ],
-                groupLag: async (group, topic) => (await kafka.get()).groupLag(group, topic),
-              },
-              config.shardCount,
-            ),
-          inject: [POOL, JobRepository, KAFKA_PROBE],
-        },
-        {
-          provide: BulkActionService,
-          useFactory: (pool: Pool, service: JobService) =>
-            new BulkActionService(new BulkRepository(pool), service),
-          inject: [POOL, JobService],
-        },
-        {
-          provide: BackfillService,
-          useFactory: (pool: Pool, service: JobService) =>
-            new BackfillService(service, new BackfillRepository(pool)),
-          inject: [POOL, JobService],
-        },
-        {
-          provide: JobHistoryService,
-          useFactory: (jobs: JobRepository, history: HistoryRepository, service: JobService) =>
-            new JobHistoryService(jobs, history, service),
-          inject: [JobRepository, HistoryRepository, JobService],
-        },
+        ...storePortProviders(),
+        ...jobsServiceProviders(config, tenants),
       ],
     };
   }

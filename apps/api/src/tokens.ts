@@ -6,3 +6,12 @@ export const LISTEN = Symbol('ApiListenConfig');
 export const KAFKA_PROBE = Symbol('KafkaProbe');
 export const READINESS = Symbol('Readiness');
 export const API_METRICS = Symbol('ApiMetrics');
+
+/** The jobs use cases' store ports (libs/jobs), each provided by its libs/store repository. */
+export const JOB_STORE = Symbol('JobStore');
+export const HISTORY_STORE = Symbol('HistoryStore');
+export const CALENDAR_STORE = Symbol('CalendarStore');
+export const INSIGHT_STORE = Symbol('InsightStore');
+export const CLUSTER_STATS_STORE = Symbol('ClusterStatsStore');
+export const BULK_STORE = Symbol('BulkStore');
+export const BACKFILL_STORE = Symbol('BackfillStore');

@@ -1,15 +1,18 @@
 /** The scheduler app: the time brain. */
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
-import { loadConfig } from '@tickwork/config';
+import { loadConfig, loadTenants } from '@tickwork/config';
 import { startTelemetry } from '@tickwork/telemetry';
 import { SchedulerModule } from './scheduler.module';
 
 async function bootstrap(): Promise<void> {
   const config = loadConfig();
+  // Every file-based setting is read and validated before anything starts: a bad tenants file
+  // stops the start naming TICKWORK_TENANTS_FILE, instead of failing the first command.
+  const tenants = loadTenants();
   // First: the metrics provider must exist before any instrument is made.
   const telemetry = startTelemetry({ app: 'scheduler', instanceId: config.instanceId });
-  const app = await NestFactory.create(SchedulerModule.forRoot(config, telemetry), {
+  const app = await NestFactory.create(SchedulerModule.forRoot(config, tenants, telemetry), {
     logger: telemetry.nestLogger,
   });
   app.enableShutdownHooks();

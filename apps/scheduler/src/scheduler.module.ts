@@ -8,7 +8,7 @@ import {
   type DynamicModule,
   type OnApplicationShutdown,
 } from '@nestjs/common';
-import type { TickworkConfig } from '@tickwork/config';
+import type { TenantRegistry, TickworkConfig } from '@tickwork/config';
 import { MetricsController, openDatabase, TELEMETRY } from '@tickwork/runtime';
 import type { Pool } from '@tickwork/store';
 import type { Telemetry } from '@tickwork/telemetry';
@@ -46,7 +46,7 @@ export class SchedulerModule implements OnApplicationShutdown {
     @Inject(TELEMETRY) private readonly telemetry: Telemetry,
   ) {}
 
-  static forRoot(config: TickworkConfig, telemetry: Telemetry): DynamicModule {
+  static forRoot(config: TickworkConfig, tenants: TenantRegistry, telemetry: Telemetry): DynamicModule {
     return {
       module: SchedulerModule,
       controllers: [SchedulerHealthController, MetricsController],
@@ -60,7 +60,7 @@ export class SchedulerModule implements OnApplicationShutdown {
         },
         {
           provide: SchedulerService,
-          useFactory: (pool: Pool) => new SchedulerService(config, pool, telemetry),
+          useFactory: (pool: Pool) => new SchedulerService(config, tenants, pool, telemetry),
           inject: [POOL],
         },
       ],

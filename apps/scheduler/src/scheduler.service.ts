@@ -8,11 +8,10 @@ import {
   type BeforeApplicationShutdown,
   type OnApplicationBootstrap,
 } from '@nestjs/common';
-import { loadTenants, type TenantRegistry, type TickworkConfig } from '@tickwork/config';
-import { BackfillService, JobService, jobServiceOptionsOf, ScheduleCommandHandler } from '@tickwork/jobs';
+import type { TenantRegistry, TickworkConfig } from '@tickwork/config';
+import type { ScheduleCommandHandler } from '@tickwork/jobs';
 import { planClaimedJob, TenantTokenBuckets, type ShardEpoch } from '@tickwork/domain';
 import {
-  CommandCodec,
   isBrokerError,
   type MessageConsumer,
   type MessageProducer,
@@ -36,10 +35,7 @@ import {
   BulkRepository,
   ClusterStatsRepository,
   FireRepository,
-  CalendarRepository,
-  HistoryRepository,
   isSessionLoss,
-  JobRepository,
   ShardLeaseRepository,
   SloRepository,
   type ClaimedFire,
@@ -57,9 +53,6 @@ import {
   inSpan,
   kafkaAttributes,
   linkTo,
-  meter,
-  SCHEDULER_METRICS,
-  counterOf,
   Readiness,
   SchedulerMetrics,
   SloMetrics,
@@ -70,6 +63,7 @@ import {
   type Telemetry,
 } from '@tickwork/telemetry';
 import { ClusterSampler } from './cluster-sampler';
+import { createCommandHandler } from './command-wiring';
 
 /** How often the scheduler resumes jobs whose pause-until has come: a pause ends at most this late. */
 const PAUSE_SWEEP_EVERY_MS = 1_000;
@@ -104,7 +98,8 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
   private loops: FireLoop[] = [];
   private rejoining = false;
   private stopped = false;
-  private commandHandler: Promise<ScheduleCommandHandler> | undefined;
+  /** Applies schedule commands; made at boot, before the group gives this instance any. */
+  private commandHandler: ScheduleCommandHandler | undefined;
   /** Kafka admin for the readiness probe and the lag sampler. */
   private readonly admin = new LazyKafkaAdmin(() => this.messaging?.bus);
   private sampler: ClusterSampler | undefined;
@@ -115,15 +110,14 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
   /** Fire lines (debug) go to pino directly, so their fields are built only when enabled. */
   private readonly fireLog: PinoLogger;
   private readonly readiness: Readiness;
-  /** The tenant registry, read and validated at boot: a bad file stops the start, not the first command. */
-  private readonly tenants: TenantRegistry;
 
   constructor(
     private readonly config: TickworkConfig,
+    /** Read and validated by main.ts before anything starts: a bad file stops the start. */
+    private readonly tenants: TenantRegistry,
     private readonly pool: Pool,
     private readonly telemetry: Telemetry,
   ) {
-    this.tenants = loadTenants();
     this.metrics = new SchedulerMetrics(telemetry.tenants, () => this.heldShards().length);
     this.fireLog = telemetry.logger.child({ context: 'fires' });
     this.readiness = new Readiness({
@@ -158,6 +152,15 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
       this.log[level === 'info' ? 'log' : level](message),
     );
     this.producer = await this.messaging.bus.producer({ idempotent: true });
+    // Made at boot (the command schema read and registered): a bad schema file or an unreachable
+    // registry stops the start instead of failing the first command.
+    this.commandHandler = await createCommandHandler({
+      config: c,
+      tenants: this.tenants,
+      pool: this.pool,
+      producer: this.producer,
+      log: this.log,
+    });
     this.ownership = new ShardOwnership(
       new ShardLeaseRepository(this.pool),
       c.instanceId,
@@ -504,11 +507,9 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
    */
   private async onCommands(batch: InboundBatch): Promise<void> {
     if (batch.messages.length === 0) return;
-    this.commandHandler ??= this.createCommandHandler().catch((e: unknown) => {
-      this.commandHandler = undefined;
-      throw e;
-    });
-    const handler = await this.commandHandler;
+    const handler = this.commandHandler;
+    // Made at boot, before the group is joined: without it the batch is not consumed (retried).
+    if (!handler) throw new Error('schedule commands arrived before the command handler was made');
     // One process span per batch: the child of the command's producer when the batch holds one
     // command, linked to each command's producer otherwise. The job writes are its children.
     const producers = batch.messages.map((m) => spanContextOf(m.headers));
@@ -526,65 +527,6 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
       },
       () => handler.handleBatch(batch),
       single ? extractTraceContext(batch.messages[0]!.headers) : undefined,
-    );
-  }
-
-  private async createCommandHandler(): Promise<ScheduleCommandHandler> {
-    const c = this.config;
-    const codec = await CommandCodec.connect(c.schemaRegistryUrl, c.topics.commands);
-    const jobs = new JobService(new JobRepository(this.pool), new HistoryRepository(this.pool), {
-      ...jobServiceOptionsOf(c, this.tenants),
-      calendars: new CalendarRepository(this.pool),
-    });
-    const counter = counterOf(meter(), SCHEDULER_METRICS.commands);
-    return new ScheduleCommandHandler(
-      (bytes) => codec.decode(bytes),
-      jobs,
-      (m, code, reason) =>
-        this.producer!.send([
-          {
-            topic: c.topics.commandsRejected,
-            messages: [
-              {
-                key: m.key,
-                value: m.value,
-                headers: {
-                  ...m.headers,
-                  'tickwork-reject-code': code,
-                  'tickwork-reject-reason': reason,
-                  'tickwork-source': `${m.topic}/${m.partition}/${m.offset}`,
-                },
-              },
-            ],
-          },
-        ]),
-      {
-        applied: (type) => counter.add(1, { outcome: 'applied', type }),
-        duplicate: (type) => counter.add(1, { outcome: 'duplicate', type }),
-        rejected: (code) => counter.add(1, { outcome: 'rejected', code }),
-        forwarded: (count) => counter.add(count, { outcome: 'forwarded' }),
-      },
-      {
-        shardCount: c.shardCount,
-        maxCommandBytes: c.api.maxPayloadBytes + 64 * 1024,
-        storeHealthy: async () => (await this.pool.query('SELECT 1')).rowCount === 1,
-        backfills: new BackfillService(jobs, new BackfillRepository(this.pool)),
-        log: (message, level) => (level === 'info' ? this.log.log(message) : this.log.warn(message)),
-      },
-      // Misplaced commands go to their shard's partition in one send, in their order: an
-      // idempotent producer keeps that order on the partition, so a job's commands stay in order.
-      (misplaced) =>
-        this.producer!.send([
-          {
-            topic: c.topics.commands,
-            messages: misplaced.map(({ message: m, shard }) => ({
-              key: m.key,
-              value: m.value,
-              partition: shard,
-              headers: { ...m.headers, 'tickwork-forwarded-from': `${m.topic}/${m.partition}/${m.offset}` },
-            })),
-          },
-        ]),
     );
   }
 

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ConfigError, hashToken, loadTenants } from './index';
 
 const doc = (o: unknown) => ({ TICKWORK_TENANTS: JSON.stringify(o) });
@@ -63,5 +66,22 @@ describe('loadTenants', () => {
   it('refuses TICKWORK_AUTH=required without tokens, and both sources at once', () => {
     expect(() => loadTenants({ TICKWORK_AUTH: 'required' })).toThrow(/TICKWORK_AUTH=required but no tokens/);
     expect(() => loadTenants({ TICKWORK_TENANTS: '{}', TICKWORK_TENANTS_FILE: '/x' })).toThrow(/not both/);
+  });
+
+  it('names the variable and the file when the file is missing or its content is invalid', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tickwork-tenants-'));
+    try {
+      const missing = join(dir, 'missing.yaml');
+      expect(() => loadTenants({ TICKWORK_TENANTS_FILE: missing })).toThrow(
+        `TICKWORK_TENANTS_FILE=${JSON.stringify(missing)} cannot be read`,
+      );
+      const bad = join(dir, 'tenants.yaml');
+      writeFileSync(bad, 'tokens:\n  - { name: ci, sha256: "00", role: tenant }\n');
+      expect(() => loadTenants({ TICKWORK_TENANTS_FILE: bad })).toThrow(
+        `TICKWORK_TENANTS_FILE=${JSON.stringify(bad)}: tokens[0].sha256 must be 64 hex digits`,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

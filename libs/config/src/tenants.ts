@@ -113,7 +113,8 @@ export function loadTenants(env: Readonly<Record<string, string | undefined>> = 
       problems.push(`TICKWORK_TENANTS is not YAML or JSON: ${(e as Error).message}`);
     }
   }
-  const where = file ? 'TICKWORK_TENANTS_FILE' : 'TICKWORK_TENANTS';
+  // A problem in the file's content names the file too: an operator sees which one to fix.
+  const where = file ? `TICKWORK_TENANTS_FILE=${JSON.stringify(file)}` : 'TICKWORK_TENANTS';
   const parsed = doc === undefined || doc === null ? emptyDocument() : parseDocument(doc, where, problems);
   if (authSetting === 'required' && parsed.tokens.size === 0)
     problems.push(

@@ -353,3 +353,37 @@ export function backfillIdProblem(raw: string, field = 'backfill_id'): FieldViol
     ? []
     : [{ field, message: 'must be a backfill id (a positive integer)' }];
 }
+
+/** A backfill as stored. */
+export interface Backfill {
+  readonly backfillId: number;
+  readonly tenantId: string;
+  readonly jobId: string;
+  readonly from: Date;
+  readonly to: Date;
+  readonly maxPerSecond: number;
+  readonly skipReasons: readonly string[];
+  readonly status: BackfillStatus;
+  /** Occurrences planned to fire. */
+  readonly planned: number;
+  readonly fired: number;
+  /** Planned occurrences found fired when their turn came (a concurrent backfill or claim): not fired again. */
+  readonly foundRan: number;
+  /** Occurrences of the window the plan found fired already. */
+  readonly alreadyRan: number;
+  /** Occurrences skipped for a reason the request did not include, by reason. */
+  readonly excluded: Readonly<Record<string, number>>;
+  readonly createdBy: string;
+  readonly createdAt: Date;
+  readonly startedAt: Date | null;
+  readonly finishedAt: Date | null;
+  readonly cancelledBy: string | null;
+  readonly failure: string | null;
+}
+
+/** One planned occurrence of a backfill, and what became of it. */
+export interface BackfillItemState extends BackfillItem {
+  readonly seq: number;
+  readonly state: 'PLANNED' | 'FIRED' | 'ALREADY_RAN';
+  readonly fenceToken: number | null;
+}

@@ -3,7 +3,7 @@
  * and what the API shows. Holidays generated from a holiday library arrive here as dates.
  */
 import { CALENDAR_NAME_PATTERN } from './job-wire';
-import type { JsonValue } from './job';
+import type { ClaimableJob, JsonValue } from './job';
 import {
   civilDateDays,
   type BusinessCalendar,
@@ -65,6 +65,15 @@ export interface StoredCalendar {
   readonly createdAt: Date;
   readonly updatedAt: Date;
 }
+
+/** A calendar write's new state; `generated` holds the holidays made from the definition's source. */
+export interface CalendarWrite {
+  readonly definition: CalendarDefinition;
+  readonly generated: StoredCalendar['generated'];
+}
+
+/** A job to re-plan after a calendar change: what the claim reads, with its calendars resolved. */
+export type ReplanJob = ClaimableJob;
 
 /** The domain calendar of a stored one: hand-listed and generated holidays together. */
 export function businessCalendarOf(c: StoredCalendar): BusinessCalendar {

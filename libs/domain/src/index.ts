@@ -20,4 +20,8 @@ export * from './calendar-planner';
 export * from './calendar-wire';
 export * from './backfill';
 export * from './run-ledger';
+export * from './job-records';
+export * from './run-history';
+export * from './cluster-insight';
+export * from './bulk-window';
 export * from './clock';

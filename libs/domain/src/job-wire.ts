@@ -44,10 +44,17 @@ export interface JobDefinitionLimits {
   readonly reservedTopics?: readonly string[];
 }
 
+/**
+ * The most `jitter_ms` may delay a fire: one hour. Jitter spreads a herd of fires over a window; a
+ * longer delay would let an hourly job's fire land after its next occurrence's.
+ */
+export const MAX_JITTER_MS = 3_600_000;
+
+/** The limits of a job definition where the deployment sets none (TICKWORK_MIN_INTERVAL_MS …). */
 export const DEFAULT_JOB_LIMITS: JobDefinitionLimits = {
   minIntervalMs: 1_000,
   maxPayloadBytes: 256 * 1024,
-  maxJitterMs: 3_600_000,
+  maxJitterMs: MAX_JITTER_MS,
 };
 
 /**

@@ -16,11 +16,14 @@ import {
   backfillIdProblem,
   type BackfillPlan,
   type BackfillRequest,
+  type Backfill,
+  type BackfillItemState,
+  type CommandStamp,
 } from '@tickwork/domain';
-import type { Backfill, BackfillItemState, BackfillRepository, CommandStamp } from '@tickwork/store';
 import { visibleJob, type Caller } from './caller';
 import { NotFoundError } from './errors';
 import type { JobService } from './job-service';
+import type { BackfillStore } from './ports';
 import { checkPosition, decodePageToken, encodePageToken, pageSize, TOKEN_FIELD } from './page-token';
 
 /** A dry run's answer: what a backfill of this request would fire, and what it would leave out. */
@@ -44,7 +47,7 @@ const DETAIL_OCCURRENCES = 10_000;
 export class BackfillService {
   constructor(
     private readonly jobs: JobService,
-    private readonly backfills: BackfillRepository,
+    private readonly backfills: BackfillStore,
     private readonly now: () => Date = () => new Date(),
   ) {}
 

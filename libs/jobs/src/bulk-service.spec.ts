@@ -1,5 +1,4 @@
-import { parseBulkActionRequest } from '@tickwork/domain';
-import type { BulkCandidate } from '@tickwork/store';
+import { parseBulkActionRequest, type BulkCandidate } from '@tickwork/domain';
 import { decide } from './bulk-service';
 import type { Caller } from './caller';
 

@@ -1,7 +1,7 @@
 /**
  * Label-wide control: pause, resume, trigger or delete every job matching a label selector in one
  * call, shared by REST, gRPC and the CLI. The selection is worked through in windows of a bounded
- * number of jobs, each one short transaction (BulkRepository.window), so a selection of a million
+ * number of jobs, each one short transaction (BulkStore.window), so a selection of a million
  * jobs never holds a long transaction or many row locks, and the event loop only ever handles one
  * window's ids at a time. Every matched job gets an audit row (its action, the bulk action's id).
  */
@@ -10,18 +10,16 @@ import {
   parseBulkActionRequest,
   type BulkActionKind,
   type BulkActionRequest,
-  type JsonValue,
-} from '@tickwork/domain';
-import {
   type BulkCandidate,
   type BulkJobOutcome,
-  type BulkRepository,
   type BulkScope,
   type BulkWindowChange,
-} from '@tickwork/store';
+  type JsonValue,
+} from '@tickwork/domain';
 import { tenantScope, type Caller } from './caller';
 import { errorCodeOf } from './errors';
 import type { JobService } from './job-service';
+import type { BulkStore } from './ports';
 
 /** How many ids of matched jobs, and of failures, an answer shows at most. */
 export const BULK_SAMPLE_SIZE = 20;
@@ -59,7 +57,7 @@ export class BulkActionService {
   private readonly now: () => Date;
 
   constructor(
-    private readonly bulk: BulkRepository,
+    private readonly bulk: BulkStore,
     private readonly jobs: JobService,
     opts: { windowJobs?: number; now?: () => Date } = {},
   ) {

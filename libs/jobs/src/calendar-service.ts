@@ -17,10 +17,11 @@ import {
   type HolidaySource,
   type JobCalendars,
   type StoredCalendar,
+  type CalendarWrite,
 } from '@tickwork/domain';
-import type { CalendarRepository, CalendarWrite } from '@tickwork/store';
 import { tenantScope, type Caller } from './caller';
 import type { JobService } from './job-service';
+import type { CalendarStore } from './ports';
 import { AlreadyExistsError, NotFoundError, PermissionDeniedError, PreconditionFailedError } from './errors';
 
 /** How many jobs one re-plan statement batch reads. */
@@ -114,7 +115,7 @@ interface CalendarScope {
 
 export class CalendarService {
   constructor(
-    private readonly calendars: CalendarRepository,
+    private readonly calendars: CalendarStore,
     private readonly jobs: JobService,
     private readonly opts: { readonly herdJitterMs: number; readonly now?: () => Date },
   ) {}

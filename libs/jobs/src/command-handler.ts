@@ -12,6 +12,7 @@
  * is not the message's fault (the database or registry unreachable) stops the batch, to be retried.
  */
 import {
+  DuplicateCommandError,
   JOB_ID_PATTERN,
   shardOfKey,
   TENANT_ID_PATTERN,
@@ -19,7 +20,6 @@ import {
   ValidationError,
   type JsonValue,
 } from '@tickwork/domain';
-import { DuplicateCommandError } from '@tickwork/store';
 import type { Caller } from './caller';
 import { errorCodeOf, JobNotFoundError } from './errors';
 import type { JobService } from './job-service';

@@ -2,8 +2,12 @@
  * The application's typed errors. Each has a canonical code (the gRPC vocabulary, transport-
  * neutral); the edges map codes to gRPC statuses and HTTP responses, and audit events record them.
  */
-import { ValidationError } from '@tickwork/domain';
-import { AlreadyReplayedError, DuplicateCommandError, JobAlreadyExistsError } from '@tickwork/store';
+import {
+  AlreadyReplayedError,
+  DuplicateCommandError,
+  JobAlreadyExistsError,
+  ValidationError,
+} from '@tickwork/domain';
 
 export type ErrorCode =
   | 'INVALID_ARGUMENT'

@@ -2,19 +2,21 @@
  * What happened to jobs, for the admin API: runs, the occurrence ledger, dead letters, and the
  * replay of a dead letter as a new fire. Tenancy and audit as in JobService.
  */
-import { fireIdOf, JOB_ID_PATTERN, ValidationError, type FireEvent } from '@tickwork/domain';
-import type {
-  DeadLetterEntry,
-  HistoryRepository,
-  JobRepository,
-  LedgerRun,
-  MutationMeta,
-  OccurrenceEntry,
-} from '@tickwork/store';
+import {
+  fireIdOf,
+  JOB_ID_PATTERN,
+  ValidationError,
+  type DeadLetterEntry,
+  type FireEvent,
+  type LedgerRun,
+  type MutationMeta,
+  type OccurrenceEntry,
+} from '@tickwork/domain';
 import { tenantScope, visibleJob, type Caller } from './caller';
 import { NotFoundError, PreconditionFailedError } from './errors';
 import type { JobService } from './job-service';
 import { checkPosition, decodePageToken, encodePageToken, pageSize, TOKEN_FIELD } from './page-token';
+import type { HistoryStore, JobStore } from './ports';
 
 export interface Page {
   readonly pageSize?: number;
@@ -38,8 +40,8 @@ export function parseFireId(fireId: string, field = 'fire_id'): { jobId: string;
 
 export class JobHistoryService {
   constructor(
-    private readonly jobs: JobRepository,
-    private readonly history: HistoryRepository,
+    private readonly jobs: JobStore,
+    private readonly history: HistoryStore,
     private readonly service: JobService,
   ) {}
 

@@ -9,7 +9,7 @@ export {
   type UpdatableField,
   type UpdatePreview,
 } from './job-service';
-export { jobServiceOptionsOf } from './job-service-options';
+export { createJobService, type JobServiceStores } from './job-service-factory';
 export { JobHistoryService, parseFireId, type Page } from './history-service';
 export {
   previewSchedule,
@@ -78,7 +78,17 @@ export {
   HOLIDAY_LIBRARY,
   REPLAN_BATCH,
 } from './calendar-service';
-export { type CalendarResolver } from './job-service';
+export type {
+  BackfillStore,
+  BulkStore,
+  CalendarResolver,
+  CalendarStore,
+  ClusterStatsStore,
+  HistoryStore,
+  InsightStore,
+  JobStore,
+  LockedJob,
+} from './ports';
 export {
   BackfillService,
   isBackfillPreview,

@@ -2,9 +2,9 @@
  * The cluster view's consumer lag: read from Kafka at most once per TTL and shared by the views
  * within it (a fake clock and in-memory ports: no I/O).
  */
-import type { ClusterStatsRepository, InsightRepository, JobRepository } from '@tickwork/store';
 import type { Caller } from './caller';
 import { InsightService, type LagSource } from './insight-service';
+import type { ClusterStatsStore, InsightStore, JobStore } from './ports';
 
 const admin: Caller = { actor: 'root', role: 'admin', tenantId: null, via: 'rest' };
 
@@ -22,12 +22,12 @@ function setup(ttlMs = 2_000) {
   const insight = {
     shardLeases: () => Promise.resolve([]),
     inFlight: () => Promise.resolve([]),
-  } as unknown as InsightRepository;
+  } as unknown as InsightStore;
   const stats = {
     dueBacklog: () => Promise.resolve([]),
     outbox: () => Promise.resolve([]),
-  } as unknown as ClusterStatsRepository;
-  const service = new InsightService(insight, stats, {} as JobRepository, lag, 0, () => now, ttlMs);
+  } as unknown as ClusterStatsStore;
+  const service = new InsightService(insight, stats, {} as JobStore, lag, 0, () => now, ttlMs);
   return {
     service,
     reads: () => reads,

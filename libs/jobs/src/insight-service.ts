@@ -2,16 +2,15 @@
  * The console's read models beyond jobs and runs: the cluster's shards, outbox, lag and executors
  * (admin only: it is cluster-wide) and lateness from the run ledger (tenant-scoped).
  */
-import { JOB_ID_PATTERN, ValidationError } from '@tickwork/domain';
-import type {
-  ClusterStatsRepository,
-  ExecutorInFlight,
-  InsightRepository,
-  JobRepository,
-  LatenessReport,
-} from '@tickwork/store';
+import {
+  JOB_ID_PATTERN,
+  ValidationError,
+  type ExecutorInFlight,
+  type LatenessReport,
+} from '@tickwork/domain';
 import { tenantScope, visibleJob, type Caller } from './caller';
 import { PermissionDeniedError } from './errors';
+import type { ClusterStatsStore, InsightStore, JobStore } from './ports';
 
 export interface ShardView {
   readonly shard: number;
@@ -59,9 +58,9 @@ export class InsightService {
   private lagReading: { at: number; lag: Promise<ConsumerLag[]> } | undefined;
 
   constructor(
-    private readonly insight: InsightRepository,
-    private readonly stats: ClusterStatsRepository,
-    private readonly jobs: JobRepository,
+    private readonly insight: InsightStore,
+    private readonly stats: ClusterStatsStore,
+    private readonly jobs: JobStore,
     private readonly lag: LagSource,
     private readonly shardCount: number,
     private readonly now: () => number = Date.now,

@@ -1,7 +1,7 @@
 /**
  * The jobs application service: the one path by which a job is created or changed, shared by
  * REST, gRPC and the Kafka commands consumer, so every entry point validates, authorizes, applies
- * quotas and audits alike. Changes run under the job's row lock (see JobRepository.mutate), so they
+ * quotas and audits alike. Changes run under the job's row lock (see JobStore.mutate), so they
  * are safe to race with a scheduler claim.
  */
 import { createHash, randomUUID } from 'node:crypto';
@@ -32,17 +32,12 @@ import {
   type JobStatus,
   type JsonValue,
   type PlannedOccurrence,
-} from '@tickwork/domain';
-import {
   DuplicateCommandError,
-  type CommandStamp,
-  type HistoryRepository,
-  type JobRepository,
   type AuditEntry,
-  type JobTransaction,
+  type CommandStamp,
   type LedgerRun,
   type MutationMeta,
-} from '@tickwork/store';
+} from '@tickwork/domain';
 import { tenantScope, visibleJob, type Caller } from './caller';
 import {
   errorCodeOf,
@@ -53,6 +48,7 @@ import {
 } from './errors';
 import type { Via } from './caller';
 import { decodePageToken, encodePageToken, pageSize } from './page-token';
+import type { CalendarResolver, HistoryStore, JobStore, LockedJob } from './ports';
 
 export { JobNotFoundError } from './errors';
 
@@ -72,11 +68,6 @@ export interface JobServiceOptions {
   readonly now?: () => Date;
   /** Resolves the business calendars jobs name (policies.calendars); absent: jobs may name none. */
   readonly calendars?: CalendarResolver;
-}
-
-/** Business calendars by name for a tenant: its own before shared ones; names that resolve to none are absent. */
-export interface CalendarResolver {
-  resolve(tenantId: string, names: readonly string[]): Promise<Map<string, BusinessCalendar>>;
 }
 
 /**
@@ -137,8 +128,8 @@ export class JobService {
   private readonly now: () => Date;
 
   constructor(
-    private readonly jobs: JobRepository,
-    private readonly history: HistoryRepository,
+    private readonly jobs: JobStore,
+    private readonly history: HistoryStore,
     private readonly opts: JobServiceOptions,
   ) {
     this.now = opts.now ?? (() => new Date());
@@ -570,7 +561,7 @@ export class JobService {
     return parsed.value;
   }
 
-  private async insert(tx: JobTransaction, definition: JobDefinition): Promise<Job> {
+  private async insert(tx: LockedJob, definition: JobDefinition): Promise<Job> {
     const quota = this.opts.quotas?.(definition.tenantId).maxJobs;
     const calendars = await this.calendarsOf(definition);
     const next = this.nextOf(definition, calendars, 0);
@@ -586,7 +577,7 @@ export class JobService {
    * Replaces a job's definition, recomputing the next occurrence only when its timing changed
    * (stateAfterEdit) or its calendars or calendar rule did (then through the calendars, from now).
    */
-  private async replace(tx: JobTransaction, job: Job, definition: JobDefinition): Promise<Job> {
+  private async replace(tx: LockedJob, job: Job, definition: JobDefinition): Promise<Job> {
     const calendars = await this.calendarsOf(definition);
     const state = stateAfterEdit(job, definition, this.now(), this.opts.herdJitterMs);
     const calendarsChanged =

@@ -2,7 +2,7 @@ export { createPool, ensureDatabase, inTransaction, isSessionLoss, type PoolOpti
 export { isTransientDatabaseError } from './transient-error';
 export { migrate, listMigrations, type Migration } from './migrate';
 export { dumpFreshSchema, dumpSchema, normaliseSchemaDump, SCHEMA_DUMP_PATH } from './schema-dump';
-export { JobRepository, JobAlreadyExistsError, type NewJob } from './repositories/job.repository';
+export { JobRepository } from './repositories/job.repository';
 export {
   FireRepository,
   probeOfShards,
@@ -17,11 +17,7 @@ export {
   type DueTenant,
 } from './repositories/fire.repository';
 export { ShardLeaseRepository } from './repositories/shard-lease.repository';
-export {
-  ClusterStatsRepository,
-  type ShardBacklog,
-  type ShardOutbox,
-} from './repositories/cluster-stats.repository';
+export { ClusterStatsRepository } from './repositories/cluster-stats.repository';
 export { ExecutorLivenessRepository } from './repositories/executor-liveness.repository';
 export {
   RunRepository,
@@ -34,42 +30,10 @@ export {
   type RunState,
 } from './repositories/run.repository';
 export type { Pool } from 'pg';
-export {
-  DuplicateCommandError,
-  AlreadyReplayedError,
-  type AuditEntry,
-  type CommandStamp,
-  type MutationMeta,
-  type JobTransaction,
-  type JobListQuery,
-  type DeadLetterRecord,
-  type IdempotencyRecord,
-} from './repositories/job.repository';
-export {
-  HistoryRepository,
-  type OccurrenceEntry,
-  type OccurrenceCursor,
-  type DeadLetterEntry,
-  type FireTrigger,
-} from './repositories/history.repository';
-export { traceIdOf, type LedgerRun } from './repositories/rows';
-export {
-  InsightRepository,
-  type ShardLease,
-  type ExecutorInFlight,
-  type LatenessScope,
-  type LatenessBucket,
-  type LatenessRow,
-  type LatenessReport,
-} from './repositories/insight.repository';
-export {
-  BulkRepository,
-  type BulkCandidate,
-  type BulkJobOutcome,
-  type BulkScope,
-  type BulkWindowChange,
-  type ResumedPause,
-} from './repositories/bulk.repository';
+export { HistoryRepository } from './repositories/history.repository';
+export { traceIdOf } from './repositories/rows';
+export { InsightRepository } from './repositories/insight.repository';
+export { BulkRepository } from './repositories/bulk.repository';
 export {
   SloRepository,
   type SloCandidate,
@@ -79,12 +43,6 @@ export {
   type SloSweepResult,
   type RecordedSloVerdict,
 } from './repositories/slo.repository';
-export { CalendarRepository, type CalendarWrite, type ReplanJob } from './repositories/calendar.repository';
+export { CalendarRepository } from './repositories/calendar.repository';
 export { JOB_CALENDARS_SQL } from './repositories/calendar-rows';
-export {
-  BackfillRepository,
-  type Backfill,
-  type BackfillItemState,
-  type BackfillStep,
-  type DueBackfill,
-} from './repositories/backfill.repository';
+export { BackfillRepository, type BackfillStep, type DueBackfill } from './repositories/backfill.repository';

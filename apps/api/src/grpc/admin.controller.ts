@@ -3,7 +3,7 @@ import type { Metadata, ServerUnaryCall } from '@grpc/grpc-js';
 import { Controller, Inject, UseFilters, UseInterceptors } from '@nestjs/common';
 import { GrpcMethod } from '@nestjs/microservices';
 import type { ApiListenConfig, TenantRegistry, TickworkConfig } from '@tickwork/config';
-import { ValidationError, type JsonValue } from '@tickwork/domain';
+import { ValidationError, type JsonValue, type LatenessRow } from '@tickwork/domain';
 import {
   BackfillService,
   BulkActionService,
@@ -16,7 +16,6 @@ import {
   UnauthenticatedError,
   type Caller,
 } from '@tickwork/jobs';
-import type { LatenessRow } from '@tickwork/store';
 import { Authenticator } from '../auth';
 import { CONFIG, LISTEN, TENANTS } from '../tokens';
 import { DeadlineExceededError, GrpcErrorsFilter, toGrpcError } from './grpc-errors.filter';

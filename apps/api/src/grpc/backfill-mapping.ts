@@ -1,7 +1,6 @@
 /** Backfills between tickwork.admin.v1 messages and the service (the REST JSON's fields, proto types). */
-import { ValidationError, type JsonValue } from '@tickwork/domain';
+import { ValidationError, type Backfill, type BackfillItemState, type JsonValue } from '@tickwork/domain';
 import type { BackfillDetail, BackfillPreview } from '@tickwork/jobs';
-import type { Backfill, BackfillItemState } from '@tickwork/store';
 import { isoFromTimestamp, timestamp } from './proto-mapping';
 
 type Msg = Record<string, unknown>;

@@ -15,9 +15,10 @@ import {
   type PreviewedOccurrence,
   type Run,
   type StoredCalendar,
+  type DeadLetterEntry,
+  type OccurrenceEntry,
 } from '@tickwork/domain';
 import { etagOf, type PreviewedFire, type UpdatePreview } from '@tickwork/jobs';
-import type { DeadLetterEntry, OccurrenceEntry } from '@tickwork/store';
 
 export interface ProtoTimestamp {
   seconds?: number;

@@ -1,7 +1,6 @@
 /** Backfills as REST JSON (snake_case; the gRPC messages carry the same fields). */
-import type { JsonValue } from '@tickwork/domain';
+import type { Backfill, JsonValue } from '@tickwork/domain';
 import type { BackfillDetail, BackfillPreview } from '@tickwork/jobs';
-import type { Backfill } from '@tickwork/store';
 
 type Wire = Record<string, JsonValue>;
 

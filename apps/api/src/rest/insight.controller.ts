@@ -1,9 +1,8 @@
 /** REST for the console's extra views: who the caller is, the cluster (admins), lateness from the ledger. */
 import { Controller, Get, Headers, Inject, Query } from '@nestjs/common';
 import type { TenantRegistry } from '@tickwork/config';
-import { ValidationError, type JsonValue } from '@tickwork/domain';
+import { ValidationError, type JsonValue, type LatenessRow } from '@tickwork/domain';
 import { InsightService } from '@tickwork/jobs';
-import type { LatenessRow } from '@tickwork/store';
 import { Authenticator } from '../auth';
 import { TENANTS } from '../tokens';
 

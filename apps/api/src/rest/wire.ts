@@ -9,9 +9,10 @@ import {
   type EditSide,
   type PreviewedOccurrence,
   type Run,
+  type DeadLetterEntry,
+  type OccurrenceEntry,
 } from '@tickwork/domain';
 import { etagOf, type PreviewedFire, type UpdatePreview } from '@tickwork/jobs';
-import type { DeadLetterEntry, OccurrenceEntry } from '@tickwork/store';
 
 type Wire = Record<string, JsonValue>;
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);

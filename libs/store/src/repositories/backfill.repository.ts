@@ -7,8 +7,12 @@
 import type { Pool, PoolClient } from 'pg';
 import {
   ACTIVE_BACKFILL_STATUSES,
+  DuplicateCommandError,
   fireIdOf,
-  type BackfillItem,
+  type AuditEntry,
+  type Backfill,
+  type BackfillItemState,
+  type CommandStamp,
   type BackfillItemReason,
   type BackfillLedger,
   type BackfillPlan,
@@ -21,42 +25,8 @@ import {
 } from '@tickwork/domain';
 import { inTransaction } from '../database';
 import { fireEventSnapshot } from './fire-snapshot';
-import { DuplicateCommandError, insertAudit, type AuditEntry, type CommandStamp } from './job.repository';
+import { insertAudit } from './job.repository';
 import { jobFromRow, JOB_COLUMNS, type JobRow } from './rows';
-
-/** A backfill as stored. */
-export interface Backfill {
-  readonly backfillId: number;
-  readonly tenantId: string;
-  readonly jobId: string;
-  readonly from: Date;
-  readonly to: Date;
-  readonly maxPerSecond: number;
-  readonly skipReasons: readonly string[];
-  readonly status: BackfillStatus;
-  /** Occurrences planned to fire. */
-  readonly planned: number;
-  readonly fired: number;
-  /** Planned occurrences found fired when their turn came (a concurrent backfill or claim): not fired again. */
-  readonly foundRan: number;
-  /** Occurrences of the window the plan found fired already. */
-  readonly alreadyRan: number;
-  /** Occurrences skipped for a reason the request did not include, by reason. */
-  readonly excluded: Readonly<Record<string, number>>;
-  readonly createdBy: string;
-  readonly createdAt: Date;
-  readonly startedAt: Date | null;
-  readonly finishedAt: Date | null;
-  readonly cancelledBy: string | null;
-  readonly failure: string | null;
-}
-
-/** One planned occurrence of a backfill, and what became of it. */
-export interface BackfillItemState extends BackfillItem {
-  readonly seq: number;
-  readonly state: 'PLANNED' | 'FIRED' | 'ALREADY_RAN';
-  readonly fenceToken: number | null;
-}
 
 /** An active backfill of a held shard whose next slot has come. */
 export interface DueBackfill {
@@ -127,6 +97,7 @@ function backfillFromRow(r: BackfillRow): Backfill {
 
 const ACTIVE = ACTIVE_BACKFILL_STATUSES as readonly string[];
 
+/** Backfills in PostgreSQL: implements libs/jobs' BackfillStore port and libs/scheduling's. */
 export class BackfillRepository {
   constructor(private readonly pool: Pool) {}
 

@@ -6,66 +6,25 @@
  * and audited one row per job, all or nothing. No statement holds locks on more than one window.
  */
 import type { Pool, PoolClient } from 'pg';
-import { storableText, type JsonValue, type LabelSelector, type ResumeCatchUp } from '@tickwork/domain';
+import {
+  storableText,
+  type AuditEntry,
+  type BulkCandidate,
+  type BulkScope,
+  type BulkWindowChange,
+  type BulkJobOutcome,
+  type JsonValue,
+  type ResumedPause,
+} from '@tickwork/domain';
 import { inTransaction } from '../database';
-import type { AuditEntry } from './job.repository';
 import { resumeCatchUpToRow } from './rows';
-
-/** Which jobs a bulk action looks at: a tenant's (or every tenant's) jobs matching the selector. */
-export interface BulkScope {
-  /** Null: every tenant (an admin naming none). */
-  readonly tenantId: string | null;
-  readonly selector: LabelSelector;
-}
-
-/** One matching job of a window, locked, as a bulk action decides what to do with it. */
-export interface BulkCandidate {
-  readonly jobId: string;
-  readonly tenantId: string;
-  readonly status: 'SCHEDULED' | 'PAUSED' | 'COMPLETED';
-  /** The job has a stored next occurrence (a resume keeps it; without one it must be planned). */
-  readonly hasNext: boolean;
-  readonly pausedUntil: Date | null;
-}
-
-/** What a bulk action did to one matched job: the audit row's outcome. */
-export interface BulkJobOutcome {
-  readonly jobId: string;
-  readonly tenantId: string;
-  /** OK (changed), UNCHANGED, or an error code (FAILED_PRECONDITION …). */
-  readonly outcome: string;
-  readonly details?: Record<string, JsonValue>;
-}
-
-/** The changes a window makes, decided from its candidates. */
-export interface BulkWindowChange {
-  readonly outcomes: readonly BulkJobOutcome[];
-  /** PAUSE: jobs to pause (or whose pause-until changes). */
-  readonly pause?: {
-    readonly jobIds: readonly string[];
-    readonly until: Date | null;
-    readonly resume: Record<string, JsonValue> | null;
-  };
-  /** RESUME: jobs to resume from their stored next occurrence. */
-  readonly resume?: { readonly jobIds: readonly string[]; readonly catchUp: ResumeCatchUp | null };
-  /** TRIGGER: jobs to fire now, once (trigger MANUAL). */
-  readonly trigger?: { readonly jobIds: readonly string[]; readonly claimedBy: string };
-  /** DELETE: jobs to delete (tombstone kept, fire history dropped, as DeleteJob). */
-  readonly delete?: { readonly jobIds: readonly string[] };
-}
-
-/** A job the sweep resumed at the end of its pause-until. */
-export interface ResumedPause {
-  readonly jobId: string;
-  readonly tenantId: string;
-  readonly resumed: boolean;
-}
 
 /** The SQL condition of a selector on table alias `j` with its two jsonb parameters. */
 function selectorSql(eq: string, neq: string): string {
   return `j.labels @> ${eq}::jsonb AND NOT EXISTS (SELECT 1 FROM jsonb_each_text(${neq}::jsonb) n WHERE j.labels->>n.key = n.value)`;
 }
 
+/** Bulk actions' windows in PostgreSQL: implements libs/jobs' BulkStore port (and the pause sweep). */
 export class BulkRepository {
   constructor(private readonly pool: Pool) {}
 

@@ -6,28 +6,21 @@
 import type { Pool, PoolClient } from 'pg';
 import {
   calendarDefinitionToStore,
+  type AuditEntry,
   type BusinessCalendar,
-  type CalendarDefinition,
-  type ClaimableJob,
+  type CalendarWrite,
   type PlannedOccurrence,
+  type ReplanJob,
   type StoredCalendar,
 } from '@tickwork/domain';
 import { inTransaction } from '../database';
-import { insertAudit, type AuditEntry } from './job.repository';
+import { insertAudit } from './job.repository';
 import { calendarFromRow, JOB_CALENDARS_SQL, storedCalendarFromRow, type CalendarRow } from './calendar-rows';
 import { claimableJobFromRow } from './rows';
 
-/** A calendar write's new state; `generated` holds the holidays made from the definition's source. */
-export interface CalendarWrite {
-  readonly definition: CalendarDefinition;
-  readonly generated: StoredCalendar['generated'];
-}
-
-/** A job to re-plan after a calendar change: what the claim reads, with its calendars resolved. */
-export type ReplanJob = ClaimableJob;
-
 const COLUMNS = 'tenant_id, name, version, definition, created_at, updated_at';
 
+/** Business calendars in PostgreSQL: implements libs/jobs' CalendarStore port. */
 export class CalendarRepository {
   constructor(private readonly pool: Pool) {}
 

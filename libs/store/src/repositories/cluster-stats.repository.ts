@@ -4,24 +4,9 @@
  * backlog costs at most `cap` index entries per shard and tenant, not a table scan.
  */
 import type { Pool } from 'pg';
+import type { ShardBacklog, ShardOutbox } from '@tickwork/domain';
 
-export interface ShardBacklog {
-  readonly shard: number;
-  /** Due, unclaimed jobs (at most `cap` per tenant are counted). */
-  readonly due: number;
-  /** Seconds since the oldest of them was due; 0 when none is. */
-  readonly oldestDueAgeSeconds: number;
-}
-
-export interface ShardOutbox {
-  readonly shard: number;
-  /** Fires claimed and not yet confirmed on Kafka (at most `cap` are counted). */
-  readonly pending: number;
-  /** Seconds since the most overdue of them was due on Kafka (its release time); 0 when none is. */
-  readonly oldestAgeSeconds: number;
-}
-
-/** The cluster gauges' queries (read-only). */
+/** The cluster gauges' queries (read-only): implements libs/jobs' ClusterStatsStore port. */
 export class ClusterStatsRepository {
   constructor(private readonly pool: Pool) {}
 

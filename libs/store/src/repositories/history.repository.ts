@@ -4,63 +4,18 @@
  * newest first.
  */
 import type { Pool } from 'pg';
-import type { ClaimedAheadFire, RunStatus } from '@tickwork/domain';
-import { LEDGER_RUN_COLUMNS, LEDGER_RUN_FROM, ledgerRunFromRow, type LedgerRun, type RunRow } from './rows';
+import type {
+  ClaimedAheadFire,
+  DeadLetterEntry,
+  FireTrigger,
+  LedgerRun,
+  OccurrenceLedgerCursor,
+  OccurrenceEntry,
+  RunStatus,
+} from '@tickwork/domain';
+import { LEDGER_RUN_COLUMNS, LEDGER_RUN_FROM, ledgerRunFromRow, type RunRow } from './rows';
 
 type LedgerRunRow = RunRow & { traceparent: string | null };
-
-export type FireTrigger = 'SCHEDULE' | 'MANUAL' | 'REPLAY' | 'BACKFILL';
-
-/** One entry of the occurrence ledger: a fire, or a range of occurrences that did not fire. */
-export type OccurrenceEntry =
-  | {
-      readonly kind: 'FIRE';
-      readonly nominalTime: Date;
-      readonly fenceToken: number;
-      readonly trigger: FireTrigger;
-      readonly scheduledFor: Date;
-      /** The herd window's slot offset: scheduledFor = nominalTime + spreadOffsetMs (0: no window). */
-      readonly spreadOffsetMs: number;
-      readonly claimedAt: Date;
-      readonly enqueuedAt: Date | null;
-      readonly runStatus: RunStatus | null;
-      /** The job version the fire was claimed under (null: recorded before versions were). */
-      readonly jobVersion: number | null;
-      /** The fire SLO verdict, once the scheduler judged the fire LATE or MISSED; null otherwise. */
-      readonly slo: { readonly reason: 'LATE' | 'MISSED'; readonly latenessMs: number | null } | null;
-      /** The business calendar (`name@version`) that moved this occurrence, and how far (CALENDAR_SHIFT); null: not moved. */
-      readonly calendarShift: { readonly calendar: string; readonly shiftMs: number } | null;
-      readonly cursor: OccurrenceCursor;
-    }
-  | {
-      readonly kind: 'SKIP';
-      readonly reason: string;
-      readonly firstNominal: Date;
-      readonly lastNominal: Date;
-      readonly occurrences: number;
-      readonly recordedAt: Date;
-      /** The job version the skip was planned under (null: recorded before versions were). */
-      readonly jobVersion: number | null;
-      /** CALENDAR_SKIP: the calendar (`name@version`) that closed the day. */
-      readonly calendar: string | null;
-      readonly cursor: OccurrenceCursor;
-    };
-
-/** Where a page of occurrences stopped: (time, kind, sequence), compared newest first. */
-export interface OccurrenceCursor {
-  readonly at: string;
-  readonly kind: 'FIRE' | 'SKIP';
-  readonly seq: number;
-}
-
-export interface DeadLetterEntry {
-  readonly run: LedgerRun;
-  readonly deadLetteredAt: Date;
-  readonly replayFenceToken: number | null;
-  readonly replayedAt: Date | null;
-  /** Opaque position for the next page (microseconds of the ledger row's last update). */
-  readonly cursor: { readonly atMicros: string; readonly jobId: string; readonly fenceToken: number };
-}
 
 interface OccurrenceRow {
   kind: 'FIRE' | 'SKIP';
@@ -85,6 +40,7 @@ interface OccurrenceRow {
 /** How many of a job's newest fires listClaimedAhead looks at. */
 const CLAIMED_AHEAD_SCAN = 1_000;
 
+/** Runs, occurrences and dead letters in PostgreSQL: implements libs/jobs' HistoryStore port. */
 export class HistoryRepository {
   constructor(private readonly pool: Pool) {}
 
@@ -158,7 +114,11 @@ export class HistoryRepository {
   }
 
   /** Fires and skipped ranges of a job, newest first, after `cursor` when given. */
-  async listOccurrences(jobId: string, limit: number, cursor?: OccurrenceCursor): Promise<OccurrenceEntry[]> {
+  async listOccurrences(
+    jobId: string,
+    limit: number,
+    cursor?: OccurrenceLedgerCursor,
+  ): Promise<OccurrenceEntry[]> {
     const { rows } = await this.pool.query<OccurrenceRow>(
       `SELECT * FROM (
          SELECT 'FIRE'::text AS kind, f.nominal_time AS at, f.fence_token AS seq, f.nominal_time AS first_nominal, 1::bigint AS occurrences,
@@ -181,7 +141,7 @@ export class HistoryRepository {
       [jobId, cursor?.at ?? null, cursor?.kind ?? null, cursor?.seq ?? null, limit],
     );
     return rows.map((r): OccurrenceEntry => {
-      const c: OccurrenceCursor = { at: r.at.toISOString(), kind: r.kind, seq: Number(r.seq) };
+      const c: OccurrenceLedgerCursor = { at: r.at.toISOString(), kind: r.kind, seq: Number(r.seq) };
       if (r.kind === 'FIRE') {
         return {
           kind: 'FIRE',

@@ -4,57 +4,17 @@
  * when it was cut; shard leases and runs in flight are small by construction.
  */
 import type { Pool } from 'pg';
-
-export interface ShardLease {
-  readonly shard: number;
-  readonly owner: string | null;
-  readonly epoch: number;
-  readonly expiresAt: Date | null;
-}
-
-export interface ExecutorInFlight {
-  readonly owner: string;
-  readonly running: number;
-  readonly retrying: number;
-}
-
-/** Which runs a lateness query covers: one job, one tenant, or (null, null) every tenant. */
-export interface LatenessScope {
-  readonly jobId?: string;
-  readonly tenantId?: string;
-}
-
-export interface LatenessBucket {
-  readonly start: Date;
-  readonly runs: number;
-  readonly p50Ms: number | null;
-  readonly p99Ms: number | null;
-}
-
-export interface LatenessRow {
-  readonly key: string;
-  readonly runs: number;
-  readonly p50Ms: number | null;
-  readonly p99Ms: number | null;
-}
-
-export interface LatenessReport {
-  readonly buckets: LatenessBucket[];
-  /** Per job (a tenant's or every tenant's view) or per tenant (the all-tenant view), worst p99 first. */
-  readonly byJob: LatenessRow[];
-  readonly byTenant: LatenessRow[];
-  readonly counts: { fired: number; retried: number; deadLettered: number; skipped: number };
-  readonly overall: { p50Ms: number | null; p99Ms: number | null };
-  /**
-   * True when a bucket held more runs than were read: its percentiles are of its newest runs, and
-   * the retried and dead-lettered counts are scaled from them (fired is exact up to the count cap,
-   * 1,000,000 runs in the window, and at least that beyond it).
-   */
-  readonly truncated: boolean;
-}
+import type {
+  ExecutorInFlight,
+  LatenessReport,
+  LatenessRow,
+  LatenessScope,
+  ShardLease,
+} from '@tickwork/domain';
 
 const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
+/** The console's cluster and lateness reads: implements libs/jobs' InsightStore port. */
 export class InsightRepository {
   constructor(private readonly pool: Pool) {}
 

@@ -10,13 +10,24 @@ import {
   policiesToWire,
   scheduleToWire,
   targetToWire,
+  AlreadyReplayedError,
+  DuplicateCommandError,
+  JobAlreadyExistsError,
+  type AuditEntry,
+  type CommandStamp,
+  type DeadLetterRecord,
   type FireEvent,
+  type IdempotencyRecord,
   type Job,
   type JobDefinition,
+  type JobListPage,
+  type JobListQuery,
   type JobStatus,
   type JsonValue,
+  type MutationMeta,
+  type NewJob,
   type PlannedOccurrence,
-  type Run,
+  type RefusedChange,
 } from '@tickwork/domain';
 import {
   Attr,
@@ -33,155 +44,10 @@ import { JOB_COLUMNS, RUN_COLUMNS, jobFromRow, runFromRow, type JobRow, type Run
 import { fireEventFromSnapshot, fireEventSnapshot, type FireEventSnapshot } from './fire-snapshot';
 import { isRowDataError } from './fire.repository';
 
-export class JobAlreadyExistsError extends Error {
-  constructor(readonly jobId: string) {
-    super(`job ${jobId} already exists`);
-    this.name = 'JobAlreadyExistsError';
-  }
-}
-
-/**
- * A Kafka command whose (tenant, command_id) already has an outcome: the change is not made again.
- * `outcome` is that first outcome: APPLIED, or the reject code it was refused with (`reason`).
- */
-export class DuplicateCommandError extends Error {
-  constructor(
-    readonly tenantId: string,
-    readonly commandId: string,
-    readonly outcome: string = 'APPLIED',
-    readonly reason: string | null = null,
-  ) {
-    super(
-      outcome === 'APPLIED'
-        ? `command ${commandId} of tenant ${tenantId} was already applied`
-        : `command ${commandId} of tenant ${tenantId} was already rejected (${outcome}): ${reason ?? ''}`,
-    );
-    this.name = 'DuplicateCommandError';
-  }
-}
-
-/** A dead letter that was already replayed once. */
-export class AlreadyReplayedError extends Error {
-  constructor(
-    readonly fireId: string,
-    readonly replayFenceToken: number,
-  ) {
-    super(`dead letter ${fireId} was already replayed as fence token ${replayFenceToken}`);
-    this.name = 'AlreadyReplayedError';
-  }
-}
-
-export interface NewJob {
-  readonly definition: JobDefinition;
-  readonly shard: number;
-  /** The first occurrence; null when the schedule has none (the job is stored COMPLETED). */
-  readonly next: PlannedOccurrence | null;
-}
-
-/** Who made a change, through which interface, and what it was: one audit_events row. */
-export interface AuditEntry {
-  readonly actor: string;
-  /** `anonymous`: a call refused for want of a valid token. */
-  readonly role: 'tenant' | 'admin' | 'anonymous';
-  readonly via: 'grpc' | 'rest' | 'kafka';
-  readonly action: string;
-}
-
-/** The Kafka command a change came from, recorded so a re-delivery is not applied twice. */
-export interface CommandStamp {
-  readonly tenantId: string;
-  readonly commandId: string;
-  readonly type: string;
-}
-
-export interface MutationMeta {
-  readonly audit: AuditEntry;
-  readonly command?: CommandStamp;
-}
-
-/** A dead-lettered fire as recorded: the run and the fire event it came from. */
-export interface DeadLetterRecord {
-  readonly run: Run;
-  /** The fire as claimed (from the outbox row), or null when that row is gone. */
-  readonly event: FireEvent | null;
-  readonly replayFenceToken: number | null;
-}
-
-/** The operations available on one locked job row inside a mutation. */
-export interface JobTransaction {
-  /** Live (SCHEDULED or PAUSED) jobs of a tenant, counted under a per-tenant lock so concurrent creates cannot both pass a quota. */
-  liveJobCount(tenantId: string): Promise<number>;
-  /** Stores a new job (continuing the fence tokens of a deleted job of the same id). */
-  insert(job: NewJob): Promise<Job>;
-  /** Replaces the definition; `next` 'keep' leaves next_run_at/next_nominal_at as they are. Bumps version. */
-  replaceDefinition(
-    definition: JobDefinition,
-    status: JobStatus,
-    next: PlannedOccurrence | null | 'keep',
-  ): Promise<Job>;
-  /** Sets the status (PAUSED or SCHEDULED), keeping the next occurrence. Bumps version. */
-  setStatus(status: 'PAUSED' | 'SCHEDULED', next?: PlannedOccurrence): Promise<Job>;
-  /** Deletes the job, keeping its last fence token in a tombstone and dropping its fire history (runs stay). */
-  delete(): Promise<void>;
-  /**
-   * Takes a new fence token (`fence_token + 1`, not counted against max_fires) and puts a fire for it
-   * in the outbox with the given trigger; `build` makes the event at the database's now(). The fire
-   * records `jobVersion` (a replay: the version of the fire it repeats), else the job's current version.
-   */
-  recordFire(
-    trigger: 'MANUAL' | 'REPLAY',
-    claimedBy: string,
-    build: (fenceToken: number, now: Date) => FireEvent,
-    jobVersion?: number | null,
-  ): Promise<FireEvent>;
-  /** A dead-lettered run of this job, or null. */
-  deadLetter(fenceToken: number): Promise<DeadLetterRecord | null>;
-  /** Records that a dead letter was replayed; throws AlreadyReplayedError the second time. */
-  markReplayed(fenceToken: number, replayFenceToken: number, by: string): Promise<void>;
-  /** Extra facts for the audit event. */
-  note(details: Record<string, JsonValue>): void;
-  /**
-   * Records that this job is the one created under (tenant, key), unless a live record holds that
-   * key already (false). Waits for a concurrent transaction holding the same key; a record older
-   * than `retentionMs` is taken over. Purges a few expired records on the way.
-   */
-  claimIdempotencyKey(
-    tenantId: string,
-    key: string,
-    requestSha256: string,
-    retentionMs: number,
-  ): Promise<boolean>;
-}
-
-/** The job a CreateJob under an idempotency key created, and what that request was. */
-export interface IdempotencyRecord {
-  readonly jobId: string;
-  readonly requestSha256: string;
-}
-
-/** Filters and keyset page of ListJobs. */
-export interface JobListQuery {
-  readonly tenantId?: string;
-  readonly status?: JobStatus;
-  readonly labels?: Readonly<Record<string, string>>;
-  /** Only jobs whose id starts with this (a range on the primary key or jobs_tenant_idx). */
-  readonly jobIdPrefix?: string;
-  /** Only jobs that do NOT have any of these label values (`env!=prod`). */
-  readonly labelsNot?: Readonly<Record<string, string>>;
-  /** Only jobs whose target is of this type (`webhook`, `kafka`). */
-  readonly targetType?: string;
-  /** Only jobs whose id sorts after this one (the previous page's last). */
-  readonly afterJobId?: string;
-  readonly limit: number;
-  /** About this many bytes of payload, target and labels JSON at most (at least one job). */
-  readonly maxBytes?: number;
-  /** How many jobs (in key order, after tenant and prefix) the other filters look at, at most. */
-  readonly maxScan?: number;
-}
-
 /** A page's filters look at this many jobs at most: about 20 ms of index scan. */
 export const DEFAULT_LIST_SCAN = 5_000;
 
+/** Jobs in PostgreSQL: implements libs/jobs' JobStore port (a change's LockedJob is PgLockedJob). */
 export class JobRepository {
   constructor(private readonly pool: Pool) {}
 
@@ -209,7 +75,7 @@ export class JobRepository {
    * window, not a scan of the table; `scannedTo` is then the last job id of a window that was
    * used up, where the next page goes on (the page may be short, even empty, while more follow).
    */
-  async listJobs(q: JobListQuery): Promise<{ jobs: Job[]; cut: boolean; scannedTo: string | null }> {
+  async listJobs(q: JobListQuery): Promise<JobListPage> {
     const filtered =
       q.status !== undefined ||
       Object.keys(q.labels ?? {}).length > 0 ||
@@ -278,7 +144,7 @@ export class JobRepository {
   async mutate<T>(
     jobId: string,
     meta: MutationMeta,
-    work: (job: Job | null, tx: JobTransaction) => Promise<T>,
+    work: (job: Job | null, tx: PgLockedJob) => Promise<T>,
   ): Promise<T> {
     return inSpan(
       'mutate jobs',
@@ -293,7 +159,7 @@ export class JobRepository {
   private async mutateInTransaction<T>(
     jobId: string,
     meta: MutationMeta,
-    work: (job: Job | null, tx: JobTransaction) => Promise<T>,
+    work: (job: Job | null, tx: PgLockedJob) => Promise<T>,
   ): Promise<T> {
     return inTransaction(this.pool, async (client) => {
       if (meta.command) {
@@ -326,7 +192,7 @@ export class JobRepository {
         [jobId],
       );
       const job = rows[0] ? jobFromRow(rows[0]) : null;
-      const tx = new PgJobTransaction(client, jobId);
+      const tx = new PgLockedJob(client, jobId);
       const result = await work(job, tx);
       await insertAudit(client, meta.audit, {
         tenantId: tx.tenantId ?? job?.tenantId ?? meta.command?.tenantId ?? null,
@@ -384,15 +250,7 @@ export class JobRepository {
    * Records an audit event outside a change: one that was refused or failed (successful changes
    * are written by `mutate`), or a call that changed nothing (an idempotent CreateJob replay).
    */
-  async recordRefusal(
-    audit: AuditEntry,
-    what: {
-      tenantId: string | null;
-      jobId: string | null;
-      outcome: string;
-      details?: Record<string, JsonValue>;
-    },
-  ): Promise<void> {
+  async recordRefusal(audit: AuditEntry, what: RefusedChange): Promise<void> {
     await insertAudit(this.pool, audit, { details: {}, ...what });
   }
 }
@@ -469,7 +327,8 @@ async function insertJob(client: Queryable, job: NewJob): Promise<Job> {
   }
 }
 
-class PgJobTransaction implements JobTransaction {
+/** One job row locked FOR UPDATE inside a change's transaction: libs/jobs' LockedJob. */
+export class PgLockedJob {
   readonly details: Record<string, JsonValue> = {};
   tenantId: string | null = null;
 

@@ -9,6 +9,7 @@ import {
   type Job,
   type JobStatus,
   type JsonValue,
+  type LedgerRun,
   type Run,
   type RunStatus,
 } from '@tickwork/domain';
@@ -142,14 +143,6 @@ export function runFromRow(row: RunRow): Run {
     error: row.error,
     jobVersion: row.job_version ?? null,
   };
-}
-
-/** A run as the ledger reads it back for operators: with the trace id of its fire, when it has one. */
-export interface LedgerRun extends Run {
-  /** The W3C trace id (32 hex) of the fire's trace (fires.trace_context), or null when untraced or purged. */
-  readonly traceId: string | null;
-  /** What made its fire: SCHEDULE, MANUAL, REPLAY or BACKFILL; null when the fire log row was purged. */
-  readonly trigger: 'SCHEDULE' | 'MANUAL' | 'REPLAY' | 'BACKFILL' | null;
 }
 
 /** The run columns of job_runs `r`, and the traceparent and trigger of its fire `f` (joined on the fire's key). */
