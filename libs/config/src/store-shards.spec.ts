@@ -34,7 +34,9 @@ describe('the store shard map (TICKWORK_STORE_SHARDS)', () => {
     expect(parse(`0-4=${A},6-10=${B}`).problems).toEqual([
       'TICKWORK_STORE_SHARDS: shards 5, 11 are in no database (every shard 0-11 needs one)',
     ]);
-    expect(parse(`0-5=${A},6-12=${B}`).problems[0]).toMatch(/range 6-12 .*within 0-11 \(TICKWORK_SHARDS=12\)/);
+    expect(parse(`0-5=${A},6-12=${B}`).problems[0]).toMatch(
+      /range 6-12 .*within 0-11 \(TICKWORK_SHARDS=12\)/,
+    );
     expect(parse(`5-0=${A}`).problems[0]).toMatch(/range 5-0 must run from a lower to a higher shard/);
   });
 
@@ -54,7 +56,9 @@ describe('the store shard map (TICKWORK_STORE_SHARDS)', () => {
   });
 
   it('is validated at start-up with the variable named among the other problems', () => {
-    expect(() => loadConfig({ TICKWORK_SHARDS: '4', TICKWORK_STORE_SHARDS: `0-2=${A}` })).toThrow(ConfigError);
+    expect(() => loadConfig({ TICKWORK_SHARDS: '4', TICKWORK_STORE_SHARDS: `0-2=${A}` })).toThrow(
+      ConfigError,
+    );
     expect(() => loadConfig({ TICKWORK_SHARDS: '4', TICKWORK_STORE_SHARDS: `0-2=${A}` })).toThrow(
       /TICKWORK_STORE_SHARDS: shards 3 are in no database/,
     );

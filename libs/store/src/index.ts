@@ -88,3 +88,19 @@ export {
   type BackfillStep,
   type DueBackfill,
 } from './repositories/backfill.repository';
+export { ShardPools, NotShardedError, type ShardDatabasePool } from './sharding/shard-pools';
+export { mergeJobPages, mergeSortedPages, type JobListPart } from './sharding/merged-pages';
+export {
+  reconcileShardMap,
+  shardMapDifferences,
+  shardsWithJobs,
+  ShardMapMismatchError,
+  type ConfiguredShardMap,
+} from './sharding/shard-map-registry';
+export {
+  RoutedJobRepository,
+  RoutedHistoryRepository,
+  RoutedRunRepository,
+  refusedWhenSharded,
+  newestDeadLetterFirst,
+} from './sharding/routed-repositories';
