@@ -23,18 +23,19 @@ import {
   LazyKafkaAdmin,
   MetricsController,
   observeKafkajsPatches,
+  closeShardDatabases,
   openDatabase,
+  openShardDatabases,
   TELEMETRY,
 } from '@tickwork/runtime';
 import {
-  BackfillRepository,
-  BulkRepository,
   CalendarRepository,
-  ClusterStatsRepository,
   HistoryRepository,
-  InsightRepository,
   JobRepository,
+  storeRepositories,
   type Pool,
+  type ShardPools,
+  type StoreRepositories,
 } from '@tickwork/store';
 import { ApiMetrics, Readiness, type Telemetry } from '@tickwork/telemetry';
 import { Authenticator } from './auth';
@@ -49,12 +50,23 @@ import { BackfillsController } from './rest/backfills.controller';
 import { JobsController } from './rest/jobs.controller';
 import { JsonBodyOnly } from './rest/json-body.middleware';
 import { OpenApiController } from './rest/openapi.controller';
-import { API_METRICS, CONFIG, KAFKA_PROBE, LISTEN, POOL, READINESS, TENANTS } from './tokens';
+import {
+  API_METRICS,
+  CONFIG,
+  KAFKA_PROBE,
+  LISTEN,
+  POOL,
+  READINESS,
+  SHARD_POOLS,
+  STORE,
+  TENANTS,
+} from './tokens';
 
 @Module({})
 export class ApiModule implements NestModule, OnApplicationShutdown {
   constructor(
     @Inject(POOL) private readonly pool: Pool,
+    @Inject(SHARD_POOLS) private readonly shardPools: ShardPools,
     @Inject(KAFKA_PROBE) private readonly kafka: LazyKafkaAdmin,
     @Inject(TELEMETRY) private readonly telemetry: Telemetry,
   ) {}
@@ -97,25 +109,35 @@ export class ApiModule implements NestModule, OnApplicationShutdown {
         },
         {
           provide: READINESS,
-          useFactory: (pool: Pool, kafka: LazyKafkaAdmin) =>
+          useFactory: (pool: Pool, pools: ShardPools, kafka: LazyKafkaAdmin) =>
             new Readiness({
+              // Every database of the shard map: a job of any shard may be asked for.
               postgres: async () => {
-                await pool.query('SELECT 1');
+                await Promise.all(
+                  [pool, ...pools.databases.map((d) => d.pool)].map((p) => p.query('SELECT 1')),
+                );
               },
               kafka: () => kafka.probe(config.topics.commands),
             }),
-          inject: [POOL, KAFKA_PROBE],
+          inject: [POOL, SHARD_POOLS, KAFKA_PROBE],
         },
         { provide: CONFIG, useValue: config },
         { provide: TENANTS, useValue: tenants },
         { provide: LISTEN, useValue: listen },
         { provide: POOL, useFactory: () => openDatabase(config) },
-        { provide: JobRepository, useFactory: (pool: Pool) => new JobRepository(pool), inject: [POOL] },
+        // Every database of the shard map, checked against store_shards; with one database, the main pool.
         {
-          provide: HistoryRepository,
-          useFactory: (pool: Pool) => new HistoryRepository(pool),
+          provide: SHARD_POOLS,
+          useFactory: (pool: Pool) => openShardDatabases(config, pool),
           inject: [POOL],
         },
+        {
+          provide: STORE,
+          useFactory: (pools: ShardPools, pool: Pool) => storeRepositories(pools, pool),
+          inject: [SHARD_POOLS, POOL],
+        },
+        { provide: JobRepository, useFactory: (s: StoreRepositories) => s.jobs, inject: [STORE] },
+        { provide: HistoryRepository, useFactory: (s: StoreRepositories) => s.history, inject: [STORE] },
         { provide: Authenticator, useFactory: () => new Authenticator(tenants) },
         {
           provide: JobService,
@@ -123,11 +145,7 @@ export class ApiModule implements NestModule, OnApplicationShutdown {
             new JobService(jobs, history, { ...jobServiceOptionsOf(config, tenants), calendars }),
           inject: [JobRepository, HistoryRepository, CalendarRepository],
         },
-        {
-          provide: CalendarRepository,
-          useFactory: (pool: Pool) => new CalendarRepository(pool),
-          inject: [POOL],
-        },
+        { provide: CalendarRepository, useFactory: (s: StoreRepositories) => s.calendars, inject: [STORE] },
         {
           provide: CalendarService,
           useFactory: (calendars: CalendarRepository, service: JobService) =>
@@ -136,11 +154,11 @@ export class ApiModule implements NestModule, OnApplicationShutdown {
         },
         {
           provide: InsightService,
-          useFactory: (pool: Pool, jobs: JobRepository, kafka: LazyKafkaAdmin) =>
+          useFactory: (s: StoreRepositories, kafka: LazyKafkaAdmin) =>
             new InsightService(
-              new InsightRepository(pool),
-              new ClusterStatsRepository(pool),
-              jobs,
+              s.insight,
+              s.clusterStats,
+              s.jobs,
               {
                 groups: [
                   { group: config.scheduler.groupId, topic: config.topics.commands },
@@ -150,19 +168,18 @@ export class ApiModule implements NestModule, OnApplicationShutdown {
               },
               config.shardCount,
             ),
-          inject: [POOL, JobRepository, KAFKA_PROBE],
+          inject: [STORE, KAFKA_PROBE],
         },
         {
           provide: BulkActionService,
-          useFactory: (pool: Pool, service: JobService) =>
-            new BulkActionService(new BulkRepository(pool), service),
-          inject: [POOL, JobService],
+          useFactory: (s: StoreRepositories, service: JobService) => new BulkActionService(s.bulk, service),
+          inject: [STORE, JobService],
         },
         {
           provide: BackfillService,
-          useFactory: (pool: Pool, service: JobService) =>
-            new BackfillService(service, new BackfillRepository(pool)),
-          inject: [POOL, JobService],
+          useFactory: (s: StoreRepositories, service: JobService) =>
+            new BackfillService(service, s.backfills),
+          inject: [STORE, JobService],
         },
         {
           provide: JobHistoryService,
@@ -191,6 +208,7 @@ export class ApiModule implements NestModule, OnApplicationShutdown {
 
   async onApplicationShutdown(): Promise<void> {
     await this.kafka.close();
+    await closeShardDatabases(this.shardPools, this.pool);
     await this.pool.end();
     // Last: spans of the shutdown itself are flushed too.
     await this.telemetry.shutdown();

@@ -3,7 +3,12 @@
  * neutral); the edges map codes to gRPC statuses and HTTP responses, and audit events record them.
  */
 import { ValidationError } from '@tickwork/domain';
-import { AlreadyReplayedError, DuplicateCommandError, JobAlreadyExistsError } from '@tickwork/store';
+import {
+  AlreadyReplayedError,
+  DuplicateCommandError,
+  JobAlreadyExistsError,
+  NotShardedError,
+} from '@tickwork/store';
 
 export type ErrorCode =
   | 'INVALID_ARGUMENT'
@@ -100,7 +105,9 @@ export function errorCodeOf(e: unknown): ErrorCode {
   if (
     e instanceof PreconditionFailedError ||
     e instanceof AlreadyReplayedError ||
-    e instanceof IdempotencyKeyReusedError
+    e instanceof IdempotencyKeyReusedError ||
+    // A feature not routed across the databases of a sharded store (docs/scale.md).
+    e instanceof NotShardedError
   )
     return 'FAILED_PRECONDITION';
   if (e instanceof UnauthenticatedError) return 'UNAUTHENTICATED';

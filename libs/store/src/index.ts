@@ -104,3 +104,4 @@ export {
   refusedWhenSharded,
   newestDeadLetterFirst,
 } from './sharding/routed-repositories';
+export { storeRepositories, type StoreRepositories } from './sharding/store-repositories';
