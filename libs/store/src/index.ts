@@ -101,6 +101,7 @@ export {
   RoutedJobRepository,
   RoutedHistoryRepository,
   RoutedRunRepository,
+  EveryDatabaseLivenessRepository,
   refusedWhenSharded,
   newestDeadLetterFirst,
 } from './sharding/routed-repositories';

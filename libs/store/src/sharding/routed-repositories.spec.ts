@@ -1,7 +1,13 @@
 import { HistoryRepository } from '../repositories/history.repository';
 import { JobRepository } from '../repositories/job.repository';
 import { RunRepository } from '../repositories/run.repository';
-import { RoutedHistoryRepository, RoutedJobRepository, RoutedRunRepository } from './routed-repositories';
+import { ExecutorLivenessRepository } from '../repositories/executor-liveness.repository';
+import {
+  EveryDatabaseLivenessRepository,
+  RoutedHistoryRepository,
+  RoutedJobRepository,
+  RoutedRunRepository,
+} from './routed-repositories';
 
 /** The public methods a class's prototype defines (not inherited from Object). */
 function methodsOf(cls: { prototype: object }): string[] {
@@ -19,6 +25,7 @@ describe('routed repositories', () => {
     ['JobRepository', JobRepository, RoutedJobRepository],
     ['HistoryRepository', HistoryRepository, RoutedHistoryRepository],
     ['RunRepository', RunRepository, RoutedRunRepository],
+    ['ExecutorLivenessRepository', ExecutorLivenessRepository, EveryDatabaseLivenessRepository],
   ] as const)('override every method of %s', (_name, base, routed) => {
     const own = new Set(methodsOf(routed));
     const missing = methodsOf(base).filter((m) => !own.has(m) && !NOT_ROUTED[_name]!.includes(m));
@@ -33,5 +40,6 @@ describe('routed repositories', () => {
 const NOT_ROUTED: Record<string, readonly string[]> = {
   JobRepository: ['mutateInTransaction'],
   HistoryRepository: [],
+  ExecutorLivenessRepository: [],
   RunRepository: ['isUnavailable', 'beginRound', 'findRunStates'],
 };

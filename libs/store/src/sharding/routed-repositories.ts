@@ -23,6 +23,7 @@ import {
   type MutationMeta,
   type NewJob,
 } from '../repositories/job.repository';
+import { ExecutorLivenessRepository } from '../repositories/executor-liveness.repository';
 import { RunRepository, type HolderLiveness } from '../repositories/run.repository';
 import type { RecordedRun, RunCompletion, RunStart, UnleasedRun } from '@tickwork/domain';
 import type { FireEvent, JsonValue } from '@tickwork/domain';
@@ -326,4 +327,30 @@ export function refusedWhenSharded<T extends object>(repo: T, pools: ShardPools,
       return () => Promise.reject(new NotShardedError(what));
     },
   });
+}
+
+/**
+ * Executor liveness beats in every database: each database's run ledger judges the holders of its
+ * own leases by the beats beside it (RunRepository's takeover reads executor_liveness in SQL).
+ */
+export class EveryDatabaseLivenessRepository extends ExecutorLivenessRepository {
+  private readonly each: ExecutorLivenessRepository[];
+
+  constructor(pools: ShardPools) {
+    super(pools.databases[0]!.pool);
+    this.each = pools.databases.map((d) => new ExecutorLivenessRepository(d.pool));
+  }
+
+  override async beat(issuer: string, instanceId: string, continuityMs: number): Promise<void> {
+    await Promise.all(this.each.map((r) => r.beat(issuer, instanceId, continuityMs)));
+  }
+
+  override async retire(issuer: string): Promise<void> {
+    await Promise.all(this.each.map((r) => r.retire(issuer)));
+  }
+
+  override async forgetSilent(olderThanMs: number): Promise<number> {
+    const counts = await Promise.all(this.each.map((r) => r.forgetSilent(olderThanMs)));
+    return counts.reduce((a, b) => a + b, 0);
+  }
 }
