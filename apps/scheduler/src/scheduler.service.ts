@@ -21,6 +21,7 @@ import {
 import { LazyKafkaAdmin, openMessaging, type Messaging } from '@tickwork/runtime';
 import {
   BackfillRunner,
+  claimableAmong,
   FireLoop,
   FirePublisher,
   PauseSweep,
@@ -29,19 +30,20 @@ import {
   SharedDueProbe,
   SloSweeper,
   deadManSample,
+  type ClaimableShards,
   type FireLoopEvents,
 } from '@tickwork/scheduling';
 import {
   BackfillRepository,
   BulkRepository,
-  ClusterStatsRepository,
   FireRepository,
-  CalendarRepository,
-  HistoryRepository,
   isSessionLoss,
-  JobRepository,
+  RoutedShardLeaseRepository,
   ShardLeaseRepository,
   SloRepository,
+  storeRepositories,
+  type ShardDatabasePool,
+  type ShardPools,
   type ClaimedFire,
   type ClaimPlanner,
   type ClaimRequest,
@@ -108,9 +110,10 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
   /** Kafka admin for the readiness probe and the lag sampler. */
   private readonly admin = new LazyKafkaAdmin(() => this.messaging?.bus);
   private sampler: ClusterSampler | undefined;
-  private pauseSweep: PauseSweep | undefined;
-  private sloSweeper: SloSweeper | undefined;
-  private backfills: BackfillRunner | undefined;
+  /** Per database of the shard map (one, unless the store is sharded). */
+  private pauseSweeps: PauseSweep[] = [];
+  private sloSweepers: SloSweeper[] = [];
+  private backfillRunners: BackfillRunner[] = [];
   private readonly metrics: SchedulerMetrics;
   /** Fire lines (debug) go to pino directly, so their fields are built only when enabled. */
   private readonly fireLog: PinoLogger;
@@ -122,14 +125,14 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
     private readonly config: TickworkConfig,
     private readonly pool: Pool,
     private readonly telemetry: Telemetry,
+    /** The store's shard map, open: claims, leases and sweeps run against each shard's database. */
+    private readonly shardPools: ShardPools,
   ) {
     this.tenants = loadTenants();
     this.metrics = new SchedulerMetrics(telemetry.tenants, () => this.heldShards().length);
     this.fireLog = telemetry.logger.child({ context: 'fires' });
     this.readiness = new Readiness({
-      postgres: async () => {
-        await this.pool.query('SELECT 1');
-      },
+      postgres: () => this.storeHealthy(),
       kafka: () => this.admin.probe(this.config.topics.commands),
       shards: () => {
         if (!this.isReady()) throw new Error('no shard assignment yet');
@@ -159,7 +162,10 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
     );
     this.producer = await this.messaging.bus.producer({ idempotent: true });
     this.ownership = new ShardOwnership(
-      new ShardLeaseRepository(this.pool),
+      // Each shard's lease lives in its own database, beside the rows its claims lock it with.
+      this.shardPools.sharded
+        ? new RoutedShardLeaseRepository(this.shardPools)
+        : new ShardLeaseRepository(this.pool),
       c.instanceId,
       c.scheduler.shardLeaseMs,
       {
@@ -185,11 +191,6 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
       },
     );
     this.ownership.start();
-    const fires = new MeteredFireRepository(this.pool, this.metrics, (jobIds) =>
-      this.log.warn(
-        `parked (paused) ${jobIds.length} job(s) the claim could not plan or store: [${jobIds.slice(0, 20).join(', ')}]; the reason is in each job's occurrence ledger`,
-      ),
-    );
     const publisher = new FirePublisher(this.producer, this.messaging.codecs, c.topics.fires);
     const planOptions = {
       maxCatchUp: c.scheduler.maxCatchUp,
@@ -204,58 +205,25 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
       return plan;
     };
     const buckets = this.tenantBuckets();
-    const lanes = c.scheduler.claimLanes;
-    const ownership = this.ownership;
-    // One probe per tick for all lanes: an idle instance costs one statement per tick.
-    const dueProbe = new SharedDueProbe(fires, ownership, {
-      owner: c.instanceId,
-      lookaheadMs: c.scheduler.lookaheadMs,
-      relayAgeMs: c.scheduler.outboxRelayAgeMs,
-      maxAgeMs: c.scheduler.tickMs / 2,
-    });
     // Fires claimed early (lookahead) wait in one place, so all lanes' due fires share a send.
     const release = releaseThrough(publisher);
-    this.loops = Array.from(
-      { length: lanes },
-      (_, index) =>
-        new FireLoop(
-          fires,
-          ownership,
-          publisher,
-          planner,
-          {
-            owner: c.instanceId,
-            tickMs: c.scheduler.tickMs,
-            batchSize: c.scheduler.claimBatchSize,
-            lookaheadMs: c.scheduler.lookaheadMs,
-            maxHeldFires: c.scheduler.lookaheadMaxFires,
-            relayAgeMs: c.scheduler.outboxRelayAgeMs,
-            ...buckets,
-            lane: { index, count: lanes },
-            dueProbe,
-            release,
-          },
-          this.fireLoopEvents(),
-        ),
-    );
+    const ownership = this.ownership;
+    // One set of claim lanes and sweeps per database, each over the held shards that database
+    // holds: a claim, the outbox relay and a sweep never span databases.
+    for (const db of this.shardPools.databases) {
+      const held = this.shardPools.sharded ? claimableAmong(ownership, db.shards) : ownership;
+      this.loops.push(...this.fireLoopsOf(db, held, publisher, planner, buckets, release));
+    }
     await this.joinGroup();
     for (const loop of this.loops) loop.start();
-    const bulk = new BulkRepository(this.pool);
-    this.pauseSweep = new PauseSweep({
-      everyMs: PAUSE_SWEEP_EVERY_MS,
-      batchSize: 500,
-      shards: () => ownership.claimable().map((s) => s.shard),
-      resume: async (shards, limit) => (await bulk.resumeExpiredPauses(shards, limit, c.instanceId)).length,
-      onResumed: (n) => this.log.log(`resumed ${n} job(s) whose pause-until has come`),
-      onError: (e) => {
-        this.metrics.error('pause-sweep');
-        this.log.warn(`resuming jobs whose pause-until has come failed (retried): ${e.message}`);
-      },
-    });
-    this.pauseSweep.start();
-    this.backfills = this.startBackfillRunner(ownership, buckets.buckets);
+    for (const db of this.shardPools.databases) {
+      const held = this.shardPools.sharded ? claimableAmong(ownership, db.shards) : ownership;
+      this.pauseSweeps.push(this.startPauseSweep(db, held));
+      this.backfillRunners.push(this.startBackfillRunner(db, held, buckets.buckets));
+      this.sloSweepers.push(this.startSloSweeper(db, held));
+    }
     this.sampler = new ClusterSampler(
-      new ClusterStatsRepository(this.pool),
+      storeRepositories(this.shardPools, this.pool).clusterStats,
       () => this.admin.get(),
       new ClusterGauges(),
       {
@@ -274,8 +242,79 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
       },
     );
     this.sampler.start();
-    this.sloSweeper = this.startSloSweeper(ownership);
     this.log.log(`scheduler ${c.instanceId} started (group ${c.scheduler.groupId}, ${c.shardCount} shards)`);
+  }
+
+  /** The claim lanes over one database's held shards, sharing one due probe per tick. */
+  private fireLoopsOf(
+    db: ShardDatabasePool,
+    held: ClaimableShards,
+    publisher: FirePublisher,
+    planner: ClaimPlanner,
+    buckets: { buckets?: TenantTokenBuckets },
+    release: ReturnType<typeof releaseThrough>,
+  ): FireLoop[] {
+    const c = this.config;
+    const lanes = c.scheduler.claimLanes;
+    const fires = new MeteredFireRepository(db.pool, this.metrics, (jobIds) =>
+      this.log.warn(
+        `parked (paused) ${jobIds.length} job(s) the claim could not plan or store: [${jobIds.slice(0, 20).join(', ')}]; the reason is in each job's occurrence ledger`,
+      ),
+    );
+    // One probe per tick for all lanes: an idle instance costs one statement per tick.
+    const dueProbe = new SharedDueProbe(fires, held, {
+      owner: c.instanceId,
+      lookaheadMs: c.scheduler.lookaheadMs,
+      relayAgeMs: c.scheduler.outboxRelayAgeMs,
+      maxAgeMs: c.scheduler.tickMs / 2,
+    });
+    return Array.from(
+      { length: lanes },
+      (_, index) =>
+        new FireLoop(
+          fires,
+          held,
+          publisher,
+          planner,
+          {
+            owner: c.instanceId,
+            tickMs: c.scheduler.tickMs,
+            batchSize: c.scheduler.claimBatchSize,
+            lookaheadMs: c.scheduler.lookaheadMs,
+            maxHeldFires: c.scheduler.lookaheadMaxFires,
+            relayAgeMs: c.scheduler.outboxRelayAgeMs,
+            ...buckets,
+            lane: { index, count: lanes },
+            dueProbe,
+            release,
+          },
+          this.fireLoopEvents(),
+        ),
+    );
+  }
+
+  /** Resumes the jobs of one database's held shards whose pause-until has come. */
+  private startPauseSweep(db: ShardDatabasePool, held: ClaimableShards): PauseSweep {
+    const c = this.config;
+    const bulk = new BulkRepository(db.pool);
+    const sweep = new PauseSweep({
+      everyMs: PAUSE_SWEEP_EVERY_MS,
+      batchSize: 500,
+      shards: () => held.claimable().map((s) => s.shard),
+      resume: async (shards, limit) => (await bulk.resumeExpiredPauses(shards, limit, c.instanceId)).length,
+      onResumed: (n) => this.log.log(`resumed ${n} job(s) whose pause-until has come`),
+      onError: (e) => {
+        this.metrics.error('pause-sweep');
+        this.log.warn(`resuming jobs whose pause-until has come failed (retried): ${e.message}`);
+      },
+    });
+    sweep.start();
+    return sweep;
+  }
+
+  /** Every database of the shard map answers (readiness, the commands consumer's store check). */
+  private async storeHealthy(): Promise<void> {
+    await Promise.all(this.shardPools.databases.map((d) => d.pool.query('SELECT 1')));
   }
 
   /**
@@ -283,12 +322,13 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
    * buckets): their fires go into the outbox, which the fire loops' relay publishes at once.
    */
   private startBackfillRunner(
-    ownership: ShardOwnership,
+    db: ShardDatabasePool,
+    ownership: ClaimableShards,
     buckets: TenantTokenBuckets | undefined,
   ): BackfillRunner {
     const c = this.config;
     const runner: BackfillRunner = new BackfillRunner(
-      new BackfillRepository(this.pool),
+      new BackfillRepository(db.pool),
       {
         owner: c.instanceId,
         everyMs: Math.min(c.scheduler.tickMs, 100),
@@ -315,11 +355,11 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
   }
 
   /** The fire SLO sweep over the held shards: LATE / MISSED into the ledger, and their metrics. */
-  private startSloSweeper(ownership: ShardOwnership): SloSweeper {
+  private startSloSweeper(db: ShardDatabasePool, ownership: ClaimableShards): SloSweeper {
     const c = this.config;
     const slo = new SloMetrics(this.telemetry.tenants);
     const sweeper = new SloSweeper(
-      new SloRepository(this.pool),
+      new SloRepository(db.pool),
       ownership,
       {
         owner: c.instanceId,
@@ -532,9 +572,10 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
   private async createCommandHandler(): Promise<ScheduleCommandHandler> {
     const c = this.config;
     const codec = await CommandCodec.connect(c.schemaRegistryUrl, c.topics.commands);
-    const jobs = new JobService(new JobRepository(this.pool), new HistoryRepository(this.pool), {
+    const store = storeRepositories(this.shardPools, this.pool);
+    const jobs = new JobService(store.jobs, store.history, {
       ...jobServiceOptionsOf(c, this.tenants),
-      calendars: new CalendarRepository(this.pool),
+      calendars: store.calendars,
     });
     const counter = counterOf(meter(), SCHEDULER_METRICS.commands);
     return new ScheduleCommandHandler(
@@ -567,8 +608,8 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
       {
         shardCount: c.shardCount,
         maxCommandBytes: c.api.maxPayloadBytes + 64 * 1024,
-        storeHealthy: async () => (await this.pool.query('SELECT 1')).rowCount === 1,
-        backfills: new BackfillService(jobs, new BackfillRepository(this.pool)),
+        storeHealthy: () => this.storeHealthy().then(() => true),
+        backfills: new BackfillService(jobs, store.backfills),
         log: (message, level) => (level === 'info' ? this.log.log(message) : this.log.warn(message)),
       },
       // Misplaced commands go to their shard's partition in one send, in their order: an
@@ -590,10 +631,10 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
 
   async beforeApplicationShutdown(): Promise<void> {
     this.stopped = true;
-    await this.pauseSweep?.stop();
+    await Promise.all(this.pauseSweeps.map((p) => p.stop()));
     await this.sampler?.stop();
-    await this.sloSweeper?.stop();
-    await this.backfills?.stop();
+    await Promise.all(this.sloSweepers.map((p) => p.stop()));
+    await Promise.all(this.backfillRunners.map((p) => p.stop()));
     await Promise.all(this.loops.map((l) => l.stop()));
     await this.consumer?.stop().catch(() => undefined);
     await this.ownership?.stop().catch(() => undefined);

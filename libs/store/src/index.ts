@@ -102,6 +102,8 @@ export {
   RoutedHistoryRepository,
   RoutedRunRepository,
   EveryDatabaseLivenessRepository,
+  RoutedShardLeaseRepository,
+  RoutedClusterStatsRepository,
   refusedWhenSharded,
   newestDeadLetterFirst,
 } from './sharding/routed-repositories';

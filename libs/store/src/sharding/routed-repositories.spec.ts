@@ -1,9 +1,13 @@
 import { HistoryRepository } from '../repositories/history.repository';
 import { JobRepository } from '../repositories/job.repository';
 import { RunRepository } from '../repositories/run.repository';
+import { ClusterStatsRepository } from '../repositories/cluster-stats.repository';
 import { ExecutorLivenessRepository } from '../repositories/executor-liveness.repository';
+import { ShardLeaseRepository } from '../repositories/shard-lease.repository';
 import {
   EveryDatabaseLivenessRepository,
+  RoutedClusterStatsRepository,
+  RoutedShardLeaseRepository,
   RoutedHistoryRepository,
   RoutedJobRepository,
   RoutedRunRepository,
@@ -26,6 +30,8 @@ describe('routed repositories', () => {
     ['HistoryRepository', HistoryRepository, RoutedHistoryRepository],
     ['RunRepository', RunRepository, RoutedRunRepository],
     ['ExecutorLivenessRepository', ExecutorLivenessRepository, EveryDatabaseLivenessRepository],
+    ['ShardLeaseRepository', ShardLeaseRepository, RoutedShardLeaseRepository],
+    ['ClusterStatsRepository', ClusterStatsRepository, RoutedClusterStatsRepository],
   ] as const)('override every method of %s', (_name, base, routed) => {
     const own = new Set(methodsOf(routed));
     const missing = methodsOf(base).filter((m) => !own.has(m) && !NOT_ROUTED[_name]!.includes(m));
@@ -41,5 +47,7 @@ const NOT_ROUTED: Record<string, readonly string[]> = {
   JobRepository: ['mutateInTransaction'],
   HistoryRepository: [],
   ExecutorLivenessRepository: [],
+  ShardLeaseRepository: [],
+  ClusterStatsRepository: [],
   RunRepository: ['isUnavailable', 'beginRound', 'findRunStates'],
 };

@@ -7,7 +7,7 @@
  * left to fall through to the main database: a listing that read one database and answered as if
  * it were all would be silently wrong).
  */
-import type { FireKey } from '@tickwork/domain';
+import type { FireKey, ShardEpoch } from '@tickwork/domain';
 import type { Pool } from 'pg';
 import {
   HistoryRepository,
@@ -23,7 +23,9 @@ import {
   type MutationMeta,
   type NewJob,
 } from '../repositories/job.repository';
+import { ClusterStatsRepository } from '../repositories/cluster-stats.repository';
 import { ExecutorLivenessRepository } from '../repositories/executor-liveness.repository';
+import { ShardLeaseRepository } from '../repositories/shard-lease.repository';
 import { RunRepository, type HolderLiveness } from '../repositories/run.repository';
 import type { RecordedRun, RunCompletion, RunStart, UnleasedRun } from '@tickwork/domain';
 import type { FireEvent, JsonValue } from '@tickwork/domain';
@@ -351,6 +353,92 @@ export class EveryDatabaseLivenessRepository extends ExecutorLivenessRepository 
 
   override async forgetSilent(olderThanMs: number): Promise<number> {
     const counts = await Promise.all(this.each.map((r) => r.forgetSilent(olderThanMs)));
+    return counts.reduce((a, b) => a + b, 0);
+  }
+}
+
+/** Shard leases in each shard's own database, so a claim's lease check is local to its database. */
+export class RoutedShardLeaseRepository extends ShardLeaseRepository {
+  private readonly byDatabase: Map<Pool, ShardLeaseRepository>;
+
+  constructor(private readonly pools: ShardPools) {
+    super(pools.databases[0]!.pool);
+    this.byDatabase = new Map(pools.databases.map((d) => [d.pool, new ShardLeaseRepository(d.pool)]));
+  }
+
+  private async split<I, R>(
+    items: readonly I[],
+    shardOfItem: (item: I) => number,
+    work: (repo: ShardLeaseRepository, group: I[]) => Promise<R[]>,
+  ): Promise<R[]> {
+    const groups = this.pools.group(items, shardOfItem);
+    const results = await Promise.all(
+      [...groups].map(([db, group]) => work(this.byDatabase.get(db.pool)!, group)),
+    );
+    return results.flat();
+  }
+
+  override async acquire(shards: readonly number[], owner: string, ttlMs: number): Promise<ShardEpoch[]> {
+    const taken = await this.split(
+      shards,
+      (s) => s,
+      (repo, group) => repo.acquire(group, owner, ttlMs),
+    );
+    return taken.sort((a, b) => a.shard - b.shard);
+  }
+
+  override async renew(held: readonly ShardEpoch[], owner: string, ttlMs: number): Promise<number[]> {
+    const renewed = await this.split(
+      held,
+      (h) => h.shard,
+      (repo, group) => repo.renew(group, owner, ttlMs),
+    );
+    return renewed.sort((a, b) => a - b);
+  }
+
+  override async release(held: readonly ShardEpoch[], owner: string): Promise<void> {
+    await this.split(
+      held,
+      (h) => h.shard,
+      async (repo, group) => {
+        await repo.release(group, owner);
+        return [];
+      },
+    );
+  }
+}
+
+/** The cluster gauges' per-shard figures, each shard's from its own database. */
+export class RoutedClusterStatsRepository extends ClusterStatsRepository {
+  constructor(private readonly pools: ShardPools) {
+    super(pools.databases[0]!.pool);
+  }
+
+  private async perShard<T extends { shard: number }>(
+    read: (repo: ClusterStatsRepository) => Promise<T[]>,
+  ): Promise<T[]> {
+    const parts = await everyDatabase(this.pools, async (d) =>
+      (await read(new ClusterStatsRepository(d.pool))).filter((r) => d.shards.includes(r.shard)),
+    );
+    return parts.flat().sort((a, b) => a.shard - b.shard);
+  }
+
+  override dueBacklog(shardCount: number, cap?: number) {
+    return this.perShard((r) => r.dueBacklog(shardCount, cap));
+  }
+
+  override outbox(shardCount: number, cap?: number) {
+    return this.perShard((r) => r.outbox(shardCount, cap));
+  }
+
+  /** Each database counts the shards it does not hold as unowned too: those are taken off. */
+  override async unownedShards(shardCount: number): Promise<number> {
+    const counts = await everyDatabase(this.pools, async (d) =>
+      Math.max(
+        0,
+        (await new ClusterStatsRepository(d.pool).unownedShards(shardCount)) - (shardCount - d.shards.length),
+      ),
+    );
     return counts.reduce((a, b) => a + b, 0);
   }
 }

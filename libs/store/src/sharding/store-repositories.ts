@@ -11,7 +11,12 @@ import { ClusterStatsRepository } from '../repositories/cluster-stats.repository
 import { HistoryRepository } from '../repositories/history.repository';
 import { InsightRepository } from '../repositories/insight.repository';
 import { JobRepository } from '../repositories/job.repository';
-import { refusedWhenSharded, RoutedHistoryRepository, RoutedJobRepository } from './routed-repositories';
+import {
+  refusedWhenSharded,
+  RoutedClusterStatsRepository,
+  RoutedHistoryRepository,
+  RoutedJobRepository,
+} from './routed-repositories';
 import { NotShardedError, type ShardPools } from './shard-pools';
 
 export interface StoreRepositories {
@@ -45,7 +50,7 @@ export function storeRepositories(pools: ShardPools, main: Pool): StoreRepositor
     bulk: refusedWhenSharded(new BulkRepository(main), pools, 'a bulk action'),
     backfills: refusedWhenSharded(new BackfillRepository(main), pools, 'a backfill'),
     insight: refusedWhenSharded(new InsightRepository(main), pools, 'the cluster insight views'),
-    clusterStats: refusedWhenSharded(new ClusterStatsRepository(main), pools, 'the cluster statistics'),
+    clusterStats: new RoutedClusterStatsRepository(pools),
   };
 }
 
