@@ -23,6 +23,7 @@ describe('a schedule store sharded across two PostgreSQL servers', () => {
   let receiver: WebhookReceiver;
   let apps: AppProcess[] = [];
   let api: AppProcess;
+  let scheduler: AppProcess;
   /** Direct sessions: [the DATABASE_URL database (shards 0-1), the second server's (shards 2-3)]. */
   let dbs: Client[] = [];
   const databaseOf = (jobId: string) => (shardOf(jobId, SHARDS) < 2 ? 0 : 1);
@@ -39,10 +40,13 @@ describe('a schedule store sharded across two PostgreSQL servers', () => {
       TICKWORK_STORE_SHARDS: `0-1=${iso.databaseUrl},2-3=${secondUrl}`,
       TICKWORK_WEBHOOK_ALLOW: '127.0.0.1',
       TICKWORK_TICK_MS: '100',
+      // A killed scheduler's shards are taken over once its lease runs out.
+      TICKWORK_SHARD_LEASE_MS: '3000',
       TICKWORK_GRPC_PORT: String(await freePort()),
     });
     const pipeline = await startPipeline(env);
     api = pipeline.api;
+    scheduler = pipeline.scheduler;
     apps = pipeline.all;
     dbs = [new Client({ connectionString: iso.databaseUrl }), new Client({ connectionString: secondUrl })];
     await Promise.all(dbs.map((d) => d.connect()));
@@ -161,4 +165,59 @@ describe('a schedule store sharded across two PostgreSQL servers', () => {
     expect(other.tail(80)).toContain('TICKWORK_STORE_SHARDS');
     expect(other.tail(80)).toMatch(/shard 2 is in .*:\d+\/tickwork_test_.*, configured 127\.0\.0\.1:5432/);
   }, 60_000);
+  it('kill -9 of a scheduler: the other takes its shards in both databases, no occurrence lost or fired twice', async () => {
+    const heir = startApp('scheduler', env, await freePort());
+    apps.push(heir);
+    await heir.ready(60_000);
+    const anchor = new Date(Math.ceil((Date.now() + 2_000) / 1000) * 1000);
+    const ticking = ids.slice(0, 12).map((id) => `${id}-tick`);
+    expect(new Set(ticking.map(databaseOf))).toEqual(new Set([0, 1]));
+    for (const id of ticking) {
+      const res = await fetch(`${api.url}/v1/jobs`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          job_id: id,
+          tenant_id: 'acme',
+          schedule: { kind: 'interval', every_ms: 1_000, anchor: anchor.toISOString() },
+          target: { type: 'webhook', url: receiver.url(`/tick/${id}`), method: 'POST' },
+          // Every occurrence missed while no one owned a shard is caught up, so "no gaps" is checkable.
+          policies: { misfire: 'FIRE_ALL' },
+        }),
+      });
+      expect(res.status).toBe(201);
+    }
+    const ticks = () => receiver.calls.filter((c) => c.path.startsWith('/tick/'));
+    await eventually(
+      'every job to fire',
+      () => (ticks().length >= 2 * ticking.length ? true : undefined),
+      30_000,
+    );
+    await scheduler.kill();
+    const killedAt = Date.now();
+    // The heir holds all four shards (two per database) and fires on past the takeover.
+    await eventually(
+      'three periods fired after the takeover',
+      () => {
+        const after = ticks().filter(
+          (c) => Date.parse(String(c.headers['tickwork-scheduled-for'])) > killedAt + 12_000,
+        );
+        return after.length >= 3 * ticking.length ? true : undefined;
+      },
+      60_000,
+    );
+    for (const id of ticking) {
+      const nominals = ticks()
+        .filter((c) => c.headers['tickwork-job-id'] === id)
+        .map((c) => Date.parse(String(c.headers['tickwork-scheduled-for'])))
+        .sort((a, b) => a - b);
+      expect(new Set(nominals).size).toBe(nominals.length);
+      nominals.forEach((n, k) => expect(n).toBe(anchor.getTime() + k * 1_000));
+    }
+    // The takeover happened in each database: its shards' leases are the heir's now.
+    for (const db of dbs) {
+      const { rows } = await db.query<{ owner: string }>('SELECT DISTINCT owner FROM shard_leases');
+      expect(rows).toEqual([{ owner: `scheduler-${heir.port}` }]);
+    }
+  }, 180_000);
 });

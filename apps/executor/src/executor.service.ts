@@ -176,7 +176,7 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
     const sharded = this.shardPools.sharded;
     const runs = sharded
       ? new RoutedRunRepository(this.shardPools, holderLiveness)
-      : new RunRepository(this.pool, holderLiveness);
+      : new RunRepository(this.shardPools.ofShard(0).pool, holderLiveness);
     // The liveness beat names this process's leases, so that once it dies they are taken over
     // within TICKWORK_EXECUTOR_DEAD_AFTER_MS, not when they expire. It beats before the groups
     // are joined: no lease of this process exists without its row.
@@ -185,7 +185,7 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
     this.liveness = new LivenessBeat(
       sharded
         ? new EveryDatabaseLivenessRepository(this.shardPools)
-        : new ExecutorLivenessRepository(this.pool),
+        : new ExecutorLivenessRepository(this.shardPools.ofShard(0).pool),
       {
         issuer: leaseIssuer,
         instanceId: c.instanceId,

@@ -165,7 +165,7 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
       // Each shard's lease lives in its own database, beside the rows its claims lock it with.
       this.shardPools.sharded
         ? new RoutedShardLeaseRepository(this.shardPools)
-        : new ShardLeaseRepository(this.pool),
+        : new ShardLeaseRepository(this.shardPools.ofShard(0).pool),
       c.instanceId,
       c.scheduler.shardLeaseMs,
       {
@@ -210,14 +210,15 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
     const ownership = this.ownership;
     // One set of claim lanes and sweeps per database, each over the held shards that database
     // holds: a claim, the outbox relay and a sweep never span databases.
-    for (const db of this.shardPools.databases) {
-      const held = this.shardPools.sharded ? claimableAmong(ownership, db.shards) : ownership;
+    const perDatabase = this.shardPools.databases.map((db) => ({
+      db,
+      held: this.shardPools.sharded ? claimableAmong(ownership, db.shards) : ownership,
+    }));
+    for (const { db, held } of perDatabase)
       this.loops.push(...this.fireLoopsOf(db, held, publisher, planner, buckets, release));
-    }
     await this.joinGroup();
     for (const loop of this.loops) loop.start();
-    for (const db of this.shardPools.databases) {
-      const held = this.shardPools.sharded ? claimableAmong(ownership, db.shards) : ownership;
+    for (const { db, held } of perDatabase) {
       this.pauseSweeps.push(this.startPauseSweep(db, held));
       this.backfillRunners.push(this.startBackfillRunner(db, held, buckets.buckets));
       this.sloSweepers.push(this.startSloSweeper(db, held));
