@@ -149,6 +149,44 @@ describe('a schedule store sharded across two PostgreSQL servers', () => {
     expect(body).toMatch(/TICKWORK_STORE_SHARDS|sharded/);
   });
 
+  it('writes a business calendar to every database (their claims read it) and routes the jobs naming it', async () => {
+    const post = (path: string, body: unknown) =>
+      fetch(`${api.url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const created = await post('/v1/calendars', {
+      name: 'shut',
+      tenant_id: 'acme',
+      closed_dates: ['2031-01-01'],
+    });
+    expect(created.status).toBe(201);
+    for (const db of dbs) {
+      const { rows } = await db.query<{ version: number }>(
+        `SELECT version::int AS version FROM business_calendars WHERE tenant_id = 'acme' AND name = 'shut'`,
+      );
+      expect(rows).toEqual([{ version: 1 }]);
+    }
+    // One job per database names it: each is planned through its own database's copy.
+    const jobIds = ['cal-a', 'cal-b', 'cal-c', 'cal-d', 'cal-e', 'cal-f'];
+    expect(new Set(jobIds.map(databaseOf))).toEqual(new Set([0, 1]));
+    for (const id of jobIds) {
+      const res = await post('/v1/jobs', {
+        job_id: id,
+        tenant_id: 'acme',
+        schedule: { kind: 'interval', every_ms: 3_600_000 },
+        target: { type: 'webhook', url: receiver.url(`/cal/${id}`), method: 'POST' },
+        policies: { calendars: ['shut'] },
+      });
+      expect(res.status).toBe(201);
+    }
+    // Deleting must count the users in every database at once: refused for now.
+    const deleted = await fetch(`${api.url}/v1/calendars/shut?tenant_id=acme`, { method: 'DELETE' });
+    expect(deleted.status).toBeGreaterThanOrEqual(400);
+    expect(deleted.status).toBeLessThan(500);
+  }, 60_000);
+
   it('refuses to start an app whose shard map disagrees with the recorded one, naming the variable', async () => {
     const other = startApp(
       'api',

@@ -1,6 +1,7 @@
 import { HistoryRepository } from '../repositories/history.repository';
 import { JobRepository } from '../repositories/job.repository';
 import { RunRepository } from '../repositories/run.repository';
+import { CalendarRepository } from '../repositories/calendar.repository';
 import { ClusterStatsRepository } from '../repositories/cluster-stats.repository';
 import { ExecutorLivenessRepository } from '../repositories/executor-liveness.repository';
 import { ShardLeaseRepository } from '../repositories/shard-lease.repository';
@@ -12,6 +13,7 @@ import {
   RoutedJobRepository,
   RoutedRunRepository,
 } from './routed-repositories';
+import { RoutedCalendarRepository } from './store-repositories';
 
 /** The public methods a class's prototype defines (not inherited from Object). */
 function methodsOf(cls: { prototype: object }): string[] {
@@ -32,6 +34,7 @@ describe('routed repositories', () => {
     ['ExecutorLivenessRepository', ExecutorLivenessRepository, EveryDatabaseLivenessRepository],
     ['ShardLeaseRepository', ShardLeaseRepository, RoutedShardLeaseRepository],
     ['ClusterStatsRepository', ClusterStatsRepository, RoutedClusterStatsRepository],
+    ['CalendarRepository', CalendarRepository, RoutedCalendarRepository],
   ] as const)('override every method of %s', (_name, base, routed) => {
     const own = new Set(methodsOf(routed));
     const missing = methodsOf(base).filter((m) => !own.has(m) && !NOT_ROUTED[_name]!.includes(m));
@@ -49,5 +52,6 @@ const NOT_ROUTED: Record<string, readonly string[]> = {
   ExecutorLivenessRepository: [],
   ShardLeaseRepository: [],
   ClusterStatsRepository: [],
+  CalendarRepository: [],
   RunRepository: ['isUnavailable', 'beginRound', 'findRunStates'],
 };

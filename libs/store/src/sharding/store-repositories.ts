@@ -11,6 +11,7 @@ import { ClusterStatsRepository } from '../repositories/cluster-stats.repository
 import { HistoryRepository } from '../repositories/history.repository';
 import { InsightRepository } from '../repositories/insight.repository';
 import { JobRepository } from '../repositories/job.repository';
+import { mergeSortedPages } from './merged-pages';
 import {
   refusedWhenSharded,
   RoutedClusterStatsRepository,
@@ -46,7 +47,7 @@ export function storeRepositories(pools: ShardPools, main: Pool): StoreRepositor
   return {
     jobs: new RoutedJobRepository(pools, main),
     history: new RoutedHistoryRepository(pools, main),
-    calendars: new CalendarsNotSharded(main),
+    calendars: new RoutedCalendarRepository(pools),
     bulk: refusedWhenSharded(new BulkRepository(main), pools, 'a bulk action'),
     backfills: refusedWhenSharded(new BackfillRepository(main), pools, 'a backfill'),
     insight: refusedWhenSharded(new InsightRepository(main), pools, 'the cluster insight views'),
@@ -55,34 +56,66 @@ export function storeRepositories(pools: ShardPools, main: Pool): StoreRepositor
 }
 
 /**
- * Business calendars over a sharded store: not routed yet (each claim reads its own database's
- * copy, and writing every copy alike is not built), so a job may name none; asking for none works.
+ * Business calendars over a sharded store: a copy in every database, because each database's
+ * claims read the calendars of the jobs they plan (JOB_CALENDARS_SQL). Reads use the database of
+ * shard 0; a write goes to every database in turn, that one first, so a refused write (its check
+ * throws) changes none. Not atomic across databases: a write that fails after the first database
+ * leaves the copies apart until the calendar is written again (docs/scale.md). Deleting a calendar
+ * is refused (its check must count the jobs of every database at once).
  */
-class CalendarsNotSharded extends CalendarRepository {
-  private refuse(): Promise<never> {
-    return Promise.reject(new NotShardedError('business calendars'));
+export class RoutedCalendarRepository extends CalendarRepository {
+  private readonly each: { readonly pool: Pool; readonly repo: CalendarRepository }[];
+
+  constructor(private readonly pools: ShardPools) {
+    super(pools.ofShard(0).pool);
+    // Databases are ordered by lowest shard: the one of shard 0 comes first, answers the reads,
+    // and its write checks the request before any other database is written.
+    this.each = pools.databases.map((d) => ({ pool: d.pool, repo: new CalendarRepository(d.pool) }));
   }
-  override find(): ReturnType<CalendarRepository['find']> {
-    return this.refuse();
+
+  private get first(): CalendarRepository {
+    return this.each[0]!.repo;
   }
-  override list(): ReturnType<CalendarRepository['list']> {
-    return this.refuse();
+
+  override find(...args: Parameters<CalendarRepository['find']>): ReturnType<CalendarRepository['find']> {
+    return this.first.find(...args);
   }
+
+  override list(...args: Parameters<CalendarRepository['list']>): ReturnType<CalendarRepository['list']> {
+    return this.first.list(...args);
+  }
+
   override resolve(
     ...args: Parameters<CalendarRepository['resolve']>
   ): ReturnType<CalendarRepository['resolve']> {
-    return args[1].length === 0 ? Promise.resolve(new Map()) : this.refuse();
+    return this.first.resolve(...args);
   }
-  override write(): ReturnType<CalendarRepository['write']> {
-    return this.refuse();
+
+  override async write(
+    ...args: Parameters<CalendarRepository['write']>
+  ): ReturnType<CalendarRepository['write']> {
+    const [first, ...rest] = this.each;
+    const written = await first!.repo.write(...args);
+    for (const { repo } of rest) await repo.write(...args);
+    return written;
   }
+
   override delete(): ReturnType<CalendarRepository['delete']> {
-    return this.refuse();
+    return Promise.reject(new NotShardedError('deleting a business calendar'));
   }
-  override jobsUsing(): ReturnType<CalendarRepository['jobsUsing']> {
-    return this.refuse();
+
+  /** The jobs using a calendar in every database, merged by job id (each page after the same id). */
+  override async jobsUsing(
+    ...args: Parameters<CalendarRepository['jobsUsing']>
+  ): ReturnType<CalendarRepository['jobsUsing']> {
+    const parts = await Promise.all(this.each.map(({ repo }) => repo.jobsUsing(...args)));
+    return mergeSortedPages(parts, args[3], (a, b) => (a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : 0));
   }
-  override replan(): ReturnType<CalendarRepository['replan']> {
-    return this.refuse();
+
+  override replan(
+    ...args: Parameters<CalendarRepository['replan']>
+  ): ReturnType<CalendarRepository['replan']> {
+    const pool = this.pools.ofJob(args[0].jobId).pool;
+    return this.each.find((e) => e.pool === pool)!.repo.replan(...args);
   }
 }
