@@ -3,7 +3,7 @@
  * DATABASE_URL database) and a second one this test starts on a free port from the embedded
  * PostgreSQL binaries (shards 2-3). Real API, scheduler and executor processes.
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
@@ -58,6 +58,7 @@ describe('a schedule store sharded across two PostgreSQL servers', () => {
     await receiver?.stop();
     await iso?.dispose();
     await second?.stop();
+    if (second) rmSync(second.dir, { recursive: true, force: true });
   }, 60_000);
 
   async function createJob(jobId: string, at: Date): Promise<void> {
