@@ -492,6 +492,17 @@ CREATE TABLE public.slo_watch (
 );
 
 --
+-- Name: store_shards; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.store_shards (
+    shard integer NOT NULL,
+    database text NOT NULL,
+    recorded_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT store_shards_shard_check CHECK ((shard >= 0))
+);
+
+--
 -- Name: audit_events id; Type: DEFAULT; Schema: public; Owner: -
 --
 
@@ -647,6 +658,13 @@ ALTER TABLE ONLY public.slo_sweep_marks
 
 ALTER TABLE ONLY public.slo_watch
     ADD CONSTRAINT slo_watch_pkey PRIMARY KEY (job_id, fence_token);
+
+--
+-- Name: store_shards store_shards_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.store_shards
+    ADD CONSTRAINT store_shards_pkey PRIMARY KEY (shard);
 
 --
 -- Name: applied_commands_applied_at_idx; Type: INDEX; Schema: public; Owner: -

@@ -14,10 +14,12 @@ import {
   LazyKafkaAdmin,
   MetricsController,
   observeKafkajsPatches,
+  closeShardDatabases,
   openDatabase,
+  openShardDatabases,
   TELEMETRY,
 } from '@tickwork/runtime';
-import type { Pool } from '@tickwork/store';
+import { storeRepositories, type Pool, type ShardPools } from '@tickwork/store';
 import { ApiMetrics, Readiness, type Telemetry } from '@tickwork/telemetry';
 import { Authenticator } from './auth';
 import { AdminGrpcController } from './grpc/admin.controller';
@@ -32,12 +34,23 @@ import { JobsController } from './rest/jobs.controller';
 import { JsonBodyOnly } from './rest/json-body.middleware';
 import { jobsServiceProviders, storePortProviders } from './jobs-providers';
 import { OpenApiController } from './rest/openapi.controller';
-import { API_METRICS, CONFIG, KAFKA_PROBE, LISTEN, POOL, READINESS, TENANTS } from './tokens';
+import {
+  API_METRICS,
+  CONFIG,
+  KAFKA_PROBE,
+  LISTEN,
+  POOL,
+  READINESS,
+  SHARD_POOLS,
+  STORE,
+  TENANTS,
+} from './tokens';
 
 @Module({})
 export class ApiModule implements NestModule, OnApplicationShutdown {
   constructor(
     @Inject(POOL) private readonly pool: Pool,
+    @Inject(SHARD_POOLS) private readonly shardPools: ShardPools,
     @Inject(KAFKA_PROBE) private readonly kafka: LazyKafkaAdmin,
     @Inject(TELEMETRY) private readonly telemetry: Telemetry,
   ) {}
@@ -80,19 +93,33 @@ export class ApiModule implements NestModule, OnApplicationShutdown {
         },
         {
           provide: READINESS,
-          useFactory: (pool: Pool, kafka: LazyKafkaAdmin) =>
+          useFactory: (pool: Pool, pools: ShardPools, kafka: LazyKafkaAdmin) =>
             new Readiness({
+              // Every database of the shard map: a job of any shard may be asked for.
               postgres: async () => {
-                await pool.query('SELECT 1');
+                await Promise.all(
+                  [pool, ...pools.databases.map((d) => d.pool)].map((p) => p.query('SELECT 1')),
+                );
               },
               kafka: () => kafka.probe(config.topics.commands),
             }),
-          inject: [POOL, KAFKA_PROBE],
+          inject: [POOL, SHARD_POOLS, KAFKA_PROBE],
         },
         { provide: CONFIG, useValue: config },
         { provide: TENANTS, useValue: tenants },
         { provide: LISTEN, useValue: listen },
         { provide: POOL, useFactory: () => openDatabase(config) },
+        // Every database of the shard map, checked against store_shards; with one database, the main pool.
+        {
+          provide: SHARD_POOLS,
+          useFactory: (pool: Pool) => openShardDatabases(config, pool),
+          inject: [POOL],
+        },
+        {
+          provide: STORE,
+          useFactory: (pools: ShardPools, pool: Pool) => storeRepositories(pools, pool),
+          inject: [SHARD_POOLS, POOL],
+        },
         { provide: Authenticator, useFactory: () => new Authenticator(tenants) },
         ...storePortProviders(),
         ...jobsServiceProviders(config, tenants),
@@ -117,6 +144,7 @@ export class ApiModule implements NestModule, OnApplicationShutdown {
 
   async onApplicationShutdown(): Promise<void> {
     await this.kafka.close();
+    await closeShardDatabases(this.shardPools, this.pool);
     await this.pool.end();
     // Last: spans of the shutdown itself are flushed too.
     await this.telemetry.shutdown();

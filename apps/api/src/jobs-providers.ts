@@ -1,6 +1,7 @@
 /**
  * The API's jobs use cases and the store ports they work on: each port provided by its PostgreSQL
- * repository over the one pool, each service built from ports (and the one JobService).
+ * repository (routed by the shard map when the store spans several databases), each service built
+ * from ports (and the one JobService).
  */
 import type { Provider } from '@nestjs/common';
 import type { TenantRegistry, TickworkConfig } from '@tickwork/config';
@@ -21,16 +22,7 @@ import {
   type JobStore,
 } from '@tickwork/jobs';
 import type { LazyKafkaAdmin } from '@tickwork/runtime';
-import {
-  BackfillRepository,
-  BulkRepository,
-  CalendarRepository,
-  ClusterStatsRepository,
-  HistoryRepository,
-  InsightRepository,
-  JobRepository,
-  type Pool,
-} from '@tickwork/store';
+import type { StoreRepositories } from '@tickwork/store';
 import {
   BACKFILL_STORE,
   BULK_STORE,
@@ -40,24 +32,24 @@ import {
   INSIGHT_STORE,
   JOB_STORE,
   KAFKA_PROBE,
-  POOL,
+  STORE,
 } from './tokens';
 
-/** A store port provided by its repository over the pool (the return type checks the repository fits the port). */
-function storePort<Port>(token: symbol, open: (pool: Pool) => Port): Provider {
-  return { provide: token, useFactory: open, inject: [POOL] };
+/** A store port provided by its repository (the return type checks the repository fits the port). */
+function storePort<Port>(token: symbol, pick: (store: StoreRepositories) => Port): Provider {
+  return { provide: token, useFactory: pick, inject: [STORE] };
 }
 
 /** Each store port of the jobs use cases, by its token. */
 export function storePortProviders(): Provider[] {
   return [
-    storePort<JobStore>(JOB_STORE, (pool) => new JobRepository(pool)),
-    storePort<HistoryStore>(HISTORY_STORE, (pool) => new HistoryRepository(pool)),
-    storePort<CalendarStore>(CALENDAR_STORE, (pool) => new CalendarRepository(pool)),
-    storePort<InsightStore>(INSIGHT_STORE, (pool) => new InsightRepository(pool)),
-    storePort<ClusterStatsStore>(CLUSTER_STATS_STORE, (pool) => new ClusterStatsRepository(pool)),
-    storePort<BulkStore>(BULK_STORE, (pool) => new BulkRepository(pool)),
-    storePort<BackfillStore>(BACKFILL_STORE, (pool) => new BackfillRepository(pool)),
+    storePort<JobStore>(JOB_STORE, (store) => store.jobs),
+    storePort<HistoryStore>(HISTORY_STORE, (store) => store.history),
+    storePort<CalendarStore>(CALENDAR_STORE, (store) => store.calendars),
+    storePort<InsightStore>(INSIGHT_STORE, (store) => store.insight),
+    storePort<ClusterStatsStore>(CLUSTER_STATS_STORE, (store) => store.clusterStats),
+    storePort<BulkStore>(BULK_STORE, (store) => store.bulk),
+    storePort<BackfillStore>(BACKFILL_STORE, (store) => store.backfills),
   ];
 }
 

@@ -15,3 +15,7 @@ export const INSIGHT_STORE = Symbol('InsightStore');
 export const CLUSTER_STATS_STORE = Symbol('ClusterStatsStore');
 export const BULK_STORE = Symbol('BulkStore');
 export const BACKFILL_STORE = Symbol('BackfillStore');
+/** The databases of the store's shard map (ShardPools). */
+export const SHARD_POOLS = Symbol('ShardPools');
+/** The store's repositories for the shard map (StoreRepositories). */
+export const STORE = Symbol('StoreRepositories');

@@ -9,12 +9,19 @@ import {
   type OnApplicationShutdown,
 } from '@nestjs/common';
 import type { TickworkConfig } from '@tickwork/config';
-import { MetricsController, openDatabase, TELEMETRY } from '@tickwork/runtime';
-import type { Pool } from '@tickwork/store';
+import {
+  closeShardDatabases,
+  MetricsController,
+  openDatabase,
+  openShardDatabases,
+  TELEMETRY,
+} from '@tickwork/runtime';
+import type { Pool, ShardPools } from '@tickwork/store';
 import type { Telemetry } from '@tickwork/telemetry';
 import { ExecutorService, type ExecutorStatus } from './executor.service';
 
 const POOL = Symbol('Pool');
+const SHARD_POOLS = Symbol('ShardPools');
 
 @Controller('health')
 class ExecutorHealthController {
@@ -39,6 +46,7 @@ class ExecutorHealthController {
 export class ExecutorModule implements OnApplicationShutdown {
   constructor(
     @Inject(POOL) private readonly pool: Pool,
+    @Inject(SHARD_POOLS) private readonly shardPools: ShardPools,
     @Inject(TELEMETRY) private readonly telemetry: Telemetry,
   ) {}
 
@@ -55,15 +63,23 @@ export class ExecutorModule implements OnApplicationShutdown {
           useFactory: () => openDatabase(config, { max: Math.min(16, config.executor.concurrency + 4) }),
         },
         {
-          provide: ExecutorService,
-          useFactory: (pool: Pool) => new ExecutorService(config, pool, telemetry),
+          provide: SHARD_POOLS,
+          // The same bound per shard database: each serves the ledger of its shards' runs.
+          useFactory: (pool: Pool) =>
+            openShardDatabases(config, pool, { max: Math.min(16, config.executor.concurrency + 4) }),
           inject: [POOL],
+        },
+        {
+          provide: ExecutorService,
+          useFactory: (pool: Pool, pools: ShardPools) => new ExecutorService(config, pool, telemetry, pools),
+          inject: [POOL, SHARD_POOLS],
         },
       ],
     };
   }
 
   async onApplicationShutdown(): Promise<void> {
+    await closeShardDatabases(this.shardPools, this.pool);
     await this.pool.end();
     // Last: spans of the drain are flushed too.
     await this.telemetry.shutdown();

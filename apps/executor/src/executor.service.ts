@@ -33,7 +33,15 @@ import {
 } from '@tickwork/execution';
 import type { MessageConsumer, MessageProducer } from '@tickwork/messaging';
 import { LazyKafkaAdmin, openMessaging, type Messaging } from '@tickwork/runtime';
-import { ExecutorLivenessRepository, FireRepository, RunRepository, type Pool } from '@tickwork/store';
+import {
+  EveryDatabaseLivenessRepository,
+  ExecutorLivenessRepository,
+  FireRepository,
+  RoutedRunRepository,
+  RunRepository,
+  type Pool,
+  type ShardPools,
+} from '@tickwork/store';
 import {
   ExecutorMetrics,
   fireLogFields,
@@ -105,6 +113,8 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
     private readonly config: TickworkConfig,
     private readonly pool: Pool,
     telemetry: Telemetry,
+    /** The databases of the store's shard map: each run's ledger is in its job's shard database. */
+    private readonly shardPools: ShardPools,
   ) {
     this.slots = new Slots(config.executor.concurrency);
     // Room for the runs recording their outcome and publishing results after their target call,
@@ -114,7 +124,7 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
     this.fireLog = telemetry.logger.child({ context: 'fires' });
     this.readiness = new Readiness({
       postgres: async () => {
-        await this.pool.query('SELECT 1');
+        await Promise.all(this.shardPools.databases.map((d) => d.pool.query('SELECT 1')));
       },
       kafka: () => this.admin.probe(this.config.topics.fires),
       groups: () => {
@@ -162,24 +172,30 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
     });
     const internalTopics = ownTopics(c.topics);
     const sink = new KafkaOutcomeSink(batching, messaging.codecs, c.topics);
-    const runs = new RunRepository(this.pool, {
-      deadAfterMs: x.deadAfterMs,
-      witnessFreshMs: LIVENESS_WITNESS_FRESH_MS,
-    });
+    const holderLiveness = { deadAfterMs: x.deadAfterMs, witnessFreshMs: LIVENESS_WITNESS_FRESH_MS };
+    const sharded = this.shardPools.sharded;
+    const runs = sharded
+      ? new RoutedRunRepository(this.shardPools, holderLiveness)
+      : new RunRepository(this.shardPools.ofShard(0).pool, holderLiveness);
     // The liveness beat names this process's leases, so that once it dies they are taken over
     // within TICKWORK_EXECUTOR_DEAD_AFTER_MS, not when they expire. It beats before the groups
     // are joined: no lease of this process exists without its row.
     const leaseIssuer = newLeaseIssuer();
     const beatErrors = new LogThrottle(10_000);
-    this.liveness = new LivenessBeat(new ExecutorLivenessRepository(this.pool), {
-      issuer: leaseIssuer,
-      instanceId: c.instanceId,
-      intervalMs: LIVENESS_BEAT_MS,
-      onError: (e) => {
-        const { write, suppressed } = beatErrors.admit(LogThrottle.kindOf(e.message));
-        if (write) this.log.warn(`liveness beat failed: ${e.message}${beatErrors.note(suppressed)}`);
+    this.liveness = new LivenessBeat(
+      sharded
+        ? new EveryDatabaseLivenessRepository(this.shardPools)
+        : new ExecutorLivenessRepository(this.shardPools.ofShard(0).pool),
+      {
+        issuer: leaseIssuer,
+        instanceId: c.instanceId,
+        intervalMs: LIVENESS_BEAT_MS,
+        onError: (e) => {
+          const { write, suppressed } = beatErrors.admit(LogThrottle.kindOf(e.message));
+          if (write) this.log.warn(`liveness beat failed: ${e.message}${beatErrors.note(suppressed)}`);
+        },
       },
-    });
+    );
     await this.liveness.start();
     const targetCall = (type: 'webhook' | 'kafka', outcome: string, ms: number) =>
       this.metrics.targetCall(type, outcome, ms);
@@ -334,11 +350,13 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
     if (x.runPurgeIntervalMs > 0) {
       // Run history is the runs and the fire log (fires, their outbox batches, skipped
       // occurrences): one retention for both, so an occurrence's fire and run go together.
-      const fireLog = new FireRepository(this.pool);
+      const fireLogs = this.shardPools.databases.map((d) => new FireRepository(d.pool));
       const history = {
-        purgeFinishedRuns: async (retentionMs: number, batchSize: number) =>
-          (await runs.purgeFinishedRuns(retentionMs, batchSize)) +
-          (await fireLog.purgeFireLog(retentionMs, batchSize)),
+        purgeFinishedRuns: async (retentionMs: number, batchSize: number) => {
+          let purged = await runs.purgeFinishedRuns(retentionMs, batchSize);
+          for (const fireLog of fireLogs) purged += await fireLog.purgeFireLog(retentionMs, batchSize);
+          return purged;
+        },
       };
       this.purger = new RunPurger(history, {
         retentionMs: x.runRetentionMs,

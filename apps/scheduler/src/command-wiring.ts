@@ -7,20 +7,17 @@ import type { Logger } from '@nestjs/common';
 import type { TenantRegistry, TickworkConfig } from '@tickwork/config';
 import { BackfillService, createJobService, ScheduleCommandHandler } from '@tickwork/jobs';
 import { CommandCodec, type MessageProducer } from '@tickwork/messaging';
-import {
-  BackfillRepository,
-  CalendarRepository,
-  HistoryRepository,
-  JobRepository,
-  type Pool,
-} from '@tickwork/store';
+import type { StoreRepositories } from '@tickwork/store';
 import { counterOf, meter, SCHEDULER_METRICS } from '@tickwork/telemetry';
 
 /** What the commands handler is made of. */
 export interface CommandWiring {
   readonly config: TickworkConfig;
   readonly tenants: TenantRegistry;
-  readonly pool: Pool;
+  /** The store's repositories (routed by the shard map when it spans several databases). */
+  readonly store: StoreRepositories;
+  /** Resolves when every database of the store answers; rejects otherwise. */
+  readonly storeHealthy: () => Promise<void>;
   /** The scheduler's idempotent producer (rejected and forwarded commands). */
   readonly producer: MessageProducer;
   readonly log: Logger;
@@ -30,17 +27,14 @@ export interface CommandWiring {
 export async function createCommandHandler({
   config,
   tenants,
-  pool,
+  store,
+  storeHealthy,
   producer,
   log,
 }: CommandWiring): Promise<ScheduleCommandHandler> {
   const codec = await CommandCodec.connect(config.schemaRegistryUrl, config.topics.commands);
   const jobs = createJobService(
-    {
-      jobs: new JobRepository(pool),
-      history: new HistoryRepository(pool),
-      calendars: new CalendarRepository(pool),
-    },
+    { jobs: store.jobs, history: store.history, calendars: store.calendars },
     config,
     tenants,
   );
@@ -75,8 +69,8 @@ export async function createCommandHandler({
     {
       shardCount: config.shardCount,
       maxCommandBytes: config.api.maxPayloadBytes + 64 * 1024,
-      storeHealthy: async () => (await pool.query('SELECT 1')).rowCount === 1,
-      backfills: new BackfillService(jobs, new BackfillRepository(pool)),
+      storeHealthy: () => storeHealthy().then(() => true),
+      backfills: new BackfillService(jobs, store.backfills),
       log: (message, level) => (level === 'info' ? log.log(message) : log.warn(message)),
     },
     // Misplaced commands go to their shard's partition in one send, in their order: an

@@ -9,12 +9,19 @@ import {
   type OnApplicationShutdown,
 } from '@nestjs/common';
 import type { TenantRegistry, TickworkConfig } from '@tickwork/config';
-import { MetricsController, openDatabase, TELEMETRY } from '@tickwork/runtime';
-import type { Pool } from '@tickwork/store';
+import {
+  closeShardDatabases,
+  MetricsController,
+  openDatabase,
+  openShardDatabases,
+  TELEMETRY,
+} from '@tickwork/runtime';
+import type { Pool, ShardPools } from '@tickwork/store';
 import type { Telemetry } from '@tickwork/telemetry';
 import { SchedulerService } from './scheduler.service';
 
 const POOL = Symbol('Pool');
+const SHARD_POOLS = Symbol('ShardPools');
 
 @Controller('health')
 class SchedulerHealthController {
@@ -43,6 +50,7 @@ class SchedulerHealthController {
 export class SchedulerModule implements OnApplicationShutdown {
   constructor(
     @Inject(POOL) private readonly pool: Pool,
+    @Inject(SHARD_POOLS) private readonly shardPools: ShardPools,
     @Inject(TELEMETRY) private readonly telemetry: Telemetry,
   ) {}
 
@@ -58,16 +66,27 @@ export class SchedulerModule implements OnApplicationShutdown {
           provide: POOL,
           useFactory: () => openDatabase(config, { max: config.scheduler.claimLanes * 2 + 3 }),
         },
+        // Every database of the shard map is opened at boot, not when one of its shards is first
+        // assigned: it is migrated and checked against store_shards before this instance claims
+        // anything, and a takeover never waits for a pool. A pool opens connections only on use.
+        {
+          provide: SHARD_POOLS,
+          useFactory: (pool: Pool) =>
+            openShardDatabases(config, pool, { max: config.scheduler.claimLanes * 2 + 3 }),
+          inject: [POOL],
+        },
         {
           provide: SchedulerService,
-          useFactory: (pool: Pool) => new SchedulerService(config, tenants, pool, telemetry),
-          inject: [POOL],
+          useFactory: (pool: Pool, pools: ShardPools) =>
+            new SchedulerService(config, tenants, pool, telemetry, pools),
+          inject: [POOL, SHARD_POOLS],
         },
       ],
     };
   }
 
   async onApplicationShutdown(): Promise<void> {
+    await closeShardDatabases(this.shardPools, this.pool);
     await this.pool.end();
     // Last: spans of the shutdown itself are flushed too.
     await this.telemetry.shutdown();

@@ -20,6 +20,7 @@ import {
 import { LazyKafkaAdmin, openMessaging, type Messaging } from '@tickwork/runtime';
 import {
   BackfillRunner,
+  claimableAmong,
   FireLoop,
   FirePublisher,
   PauseSweep,
@@ -28,16 +29,20 @@ import {
   SharedDueProbe,
   SloSweeper,
   deadManSample,
+  type ClaimableShards,
   type FireLoopEvents,
 } from '@tickwork/scheduling';
 import {
   BackfillRepository,
   BulkRepository,
-  ClusterStatsRepository,
   FireRepository,
   isSessionLoss,
+  RoutedShardLeaseRepository,
   ShardLeaseRepository,
   SloRepository,
+  storeRepositories,
+  type ShardDatabasePool,
+  type ShardPools,
   type ClaimedFire,
   type ClaimPlanner,
   type ClaimRequest,
@@ -103,9 +108,10 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
   /** Kafka admin for the readiness probe and the lag sampler. */
   private readonly admin = new LazyKafkaAdmin(() => this.messaging?.bus);
   private sampler: ClusterSampler | undefined;
-  private pauseSweep: PauseSweep | undefined;
-  private sloSweeper: SloSweeper | undefined;
-  private backfills: BackfillRunner | undefined;
+  /** Per database of the shard map (one, unless the store is sharded). */
+  private pauseSweeps: PauseSweep[] = [];
+  private sloSweepers: SloSweeper[] = [];
+  private backfillRunners: BackfillRunner[] = [];
   private readonly metrics: SchedulerMetrics;
   /** Fire lines (debug) go to pino directly, so their fields are built only when enabled. */
   private readonly fireLog: PinoLogger;
@@ -117,13 +123,13 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
     private readonly tenants: TenantRegistry,
     private readonly pool: Pool,
     private readonly telemetry: Telemetry,
+    /** The store's shard map, open: claims, leases and sweeps run against each shard's database. */
+    private readonly shardPools: ShardPools,
   ) {
     this.metrics = new SchedulerMetrics(telemetry.tenants, () => this.heldShards().length);
     this.fireLog = telemetry.logger.child({ context: 'fires' });
     this.readiness = new Readiness({
-      postgres: async () => {
-        await this.pool.query('SELECT 1');
-      },
+      postgres: () => this.storeHealthy(),
       kafka: () => this.admin.probe(this.config.topics.commands),
       shards: () => {
         if (!this.isReady()) throw new Error('no shard assignment yet');
@@ -157,12 +163,16 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
     this.commandHandler = await createCommandHandler({
       config: c,
       tenants: this.tenants,
-      pool: this.pool,
+      store: storeRepositories(this.shardPools, this.pool),
+      storeHealthy: () => this.storeHealthy(),
       producer: this.producer,
       log: this.log,
     });
     this.ownership = new ShardOwnership(
-      new ShardLeaseRepository(this.pool),
+      // Each shard's lease lives in its own database, beside the rows its claims lock it with.
+      this.shardPools.sharded
+        ? new RoutedShardLeaseRepository(this.shardPools)
+        : new ShardLeaseRepository(this.shardPools.ofShard(0).pool),
       c.instanceId,
       c.scheduler.shardLeaseMs,
       {
@@ -188,11 +198,6 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
       },
     );
     this.ownership.start();
-    const fires = new MeteredFireRepository(this.pool, this.metrics, (jobIds) =>
-      this.log.warn(
-        `parked (paused) ${jobIds.length} job(s) the claim could not plan or store: [${jobIds.slice(0, 20).join(', ')}]; the reason is in each job's occurrence ledger`,
-      ),
-    );
     const publisher = new FirePublisher(this.producer, this.messaging.codecs, c.topics.fires);
     const planOptions = {
       maxCatchUp: c.scheduler.maxCatchUp,
@@ -207,58 +212,26 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
       return plan;
     };
     const buckets = this.tenantBuckets();
-    const lanes = c.scheduler.claimLanes;
-    const ownership = this.ownership;
-    // One probe per tick for all lanes: an idle instance costs one statement per tick.
-    const dueProbe = new SharedDueProbe(fires, ownership, {
-      owner: c.instanceId,
-      lookaheadMs: c.scheduler.lookaheadMs,
-      relayAgeMs: c.scheduler.outboxRelayAgeMs,
-      maxAgeMs: c.scheduler.tickMs / 2,
-    });
     // Fires claimed early (lookahead) wait in one place, so all lanes' due fires share a send.
     const release = releaseThrough(publisher);
-    this.loops = Array.from(
-      { length: lanes },
-      (_, index) =>
-        new FireLoop(
-          fires,
-          ownership,
-          publisher,
-          planner,
-          {
-            owner: c.instanceId,
-            tickMs: c.scheduler.tickMs,
-            batchSize: c.scheduler.claimBatchSize,
-            lookaheadMs: c.scheduler.lookaheadMs,
-            maxHeldFires: c.scheduler.lookaheadMaxFires,
-            relayAgeMs: c.scheduler.outboxRelayAgeMs,
-            ...buckets,
-            lane: { index, count: lanes },
-            dueProbe,
-            release,
-          },
-          this.fireLoopEvents(),
-        ),
-    );
+    const ownership = this.ownership;
+    // One set of claim lanes and sweeps per database, each over the held shards that database
+    // holds: a claim, the outbox relay and a sweep never span databases.
+    const perDatabase = this.shardPools.databases.map((db) => ({
+      db,
+      held: this.shardPools.sharded ? claimableAmong(ownership, db.shards) : ownership,
+    }));
+    for (const { db, held } of perDatabase)
+      this.loops.push(...this.fireLoopsOf(db, held, publisher, planner, buckets, release));
     await this.joinGroup();
     for (const loop of this.loops) loop.start();
-    const bulk = new BulkRepository(this.pool);
-    this.pauseSweep = new PauseSweep({
-      everyMs: PAUSE_SWEEP_EVERY_MS,
-      batchSize: 500,
-      shards: () => ownership.claimable().map((s) => s.shard),
-      resume: async (shards, limit) => (await bulk.resumeExpiredPauses(shards, limit, c.instanceId)).length,
-      onResumed: (n) => this.log.log(`resumed ${n} job(s) whose pause-until has come`),
-      onError: (e) => {
-        this.metrics.error('pause-sweep');
-        this.log.warn(`resuming jobs whose pause-until has come failed (retried): ${e.message}`);
-      },
-    });
-    this.pauseSweep.start();
-    this.backfills = this.startBackfillRunner(ownership, buckets.buckets);
+    for (const { db, held } of perDatabase) {
+      this.pauseSweeps.push(this.startPauseSweep(db, held));
+      this.backfillRunners.push(this.startBackfillRunner(db, held, buckets.buckets));
+      this.sloSweepers.push(this.startSloSweeper(db, held));
+    }
     this.sampler = new ClusterSampler(
-      new ClusterStatsRepository(this.pool),
+      storeRepositories(this.shardPools, this.pool).clusterStats,
       () => this.admin.get(),
       new ClusterGauges(),
       {
@@ -277,8 +250,79 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
       },
     );
     this.sampler.start();
-    this.sloSweeper = this.startSloSweeper(ownership);
     this.log.log(`scheduler ${c.instanceId} started (group ${c.scheduler.groupId}, ${c.shardCount} shards)`);
+  }
+
+  /** The claim lanes over one database's held shards, sharing one due probe per tick. */
+  private fireLoopsOf(
+    db: ShardDatabasePool,
+    held: ClaimableShards,
+    publisher: FirePublisher,
+    planner: ClaimPlanner,
+    buckets: { buckets?: TenantTokenBuckets },
+    release: ReturnType<typeof releaseThrough>,
+  ): FireLoop[] {
+    const c = this.config;
+    const lanes = c.scheduler.claimLanes;
+    const fires = new MeteredFireRepository(db.pool, this.metrics, (jobIds) =>
+      this.log.warn(
+        `parked (paused) ${jobIds.length} job(s) the claim could not plan or store: [${jobIds.slice(0, 20).join(', ')}]; the reason is in each job's occurrence ledger`,
+      ),
+    );
+    // One probe per tick for all lanes: an idle instance costs one statement per tick.
+    const dueProbe = new SharedDueProbe(fires, held, {
+      owner: c.instanceId,
+      lookaheadMs: c.scheduler.lookaheadMs,
+      relayAgeMs: c.scheduler.outboxRelayAgeMs,
+      maxAgeMs: c.scheduler.tickMs / 2,
+    });
+    return Array.from(
+      { length: lanes },
+      (_, index) =>
+        new FireLoop(
+          fires,
+          held,
+          publisher,
+          planner,
+          {
+            owner: c.instanceId,
+            tickMs: c.scheduler.tickMs,
+            batchSize: c.scheduler.claimBatchSize,
+            lookaheadMs: c.scheduler.lookaheadMs,
+            maxHeldFires: c.scheduler.lookaheadMaxFires,
+            relayAgeMs: c.scheduler.outboxRelayAgeMs,
+            ...buckets,
+            lane: { index, count: lanes },
+            dueProbe,
+            release,
+          },
+          this.fireLoopEvents(),
+        ),
+    );
+  }
+
+  /** Resumes the jobs of one database's held shards whose pause-until has come. */
+  private startPauseSweep(db: ShardDatabasePool, held: ClaimableShards): PauseSweep {
+    const c = this.config;
+    const bulk = new BulkRepository(db.pool);
+    const sweep = new PauseSweep({
+      everyMs: PAUSE_SWEEP_EVERY_MS,
+      batchSize: 500,
+      shards: () => held.claimable().map((s) => s.shard),
+      resume: async (shards, limit) => (await bulk.resumeExpiredPauses(shards, limit, c.instanceId)).length,
+      onResumed: (n) => this.log.log(`resumed ${n} job(s) whose pause-until has come`),
+      onError: (e) => {
+        this.metrics.error('pause-sweep');
+        this.log.warn(`resuming jobs whose pause-until has come failed (retried): ${e.message}`);
+      },
+    });
+    sweep.start();
+    return sweep;
+  }
+
+  /** Every database of the shard map answers (readiness, the commands consumer's store check). */
+  private async storeHealthy(): Promise<void> {
+    await Promise.all(this.shardPools.databases.map((d) => d.pool.query('SELECT 1')));
   }
 
   /**
@@ -286,12 +330,13 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
    * buckets): their fires go into the outbox, which the fire loops' relay publishes at once.
    */
   private startBackfillRunner(
-    ownership: ShardOwnership,
+    db: ShardDatabasePool,
+    ownership: ClaimableShards,
     buckets: TenantTokenBuckets | undefined,
   ): BackfillRunner {
     const c = this.config;
     const runner: BackfillRunner = new BackfillRunner(
-      new BackfillRepository(this.pool),
+      new BackfillRepository(db.pool),
       {
         owner: c.instanceId,
         everyMs: Math.min(c.scheduler.tickMs, 100),
@@ -318,11 +363,11 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
   }
 
   /** The fire SLO sweep over the held shards: LATE / MISSED into the ledger, and their metrics. */
-  private startSloSweeper(ownership: ShardOwnership): SloSweeper {
+  private startSloSweeper(db: ShardDatabasePool, ownership: ClaimableShards): SloSweeper {
     const c = this.config;
     const slo = new SloMetrics(this.telemetry.tenants);
     const sweeper = new SloSweeper(
-      new SloRepository(this.pool),
+      new SloRepository(db.pool),
       ownership,
       {
         owner: c.instanceId,
@@ -532,10 +577,10 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
 
   async beforeApplicationShutdown(): Promise<void> {
     this.stopped = true;
-    await this.pauseSweep?.stop();
+    await Promise.all(this.pauseSweeps.map((p) => p.stop()));
     await this.sampler?.stop();
-    await this.sloSweeper?.stop();
-    await this.backfills?.stop();
+    await Promise.all(this.sloSweepers.map((p) => p.stop()));
+    await Promise.all(this.backfillRunners.map((p) => p.stop()));
     await Promise.all(this.loops.map((l) => l.stop()));
     await this.consumer?.stop().catch(() => undefined);
     await this.ownership?.stop().catch(() => undefined);

@@ -2,6 +2,7 @@
 import { isIP } from 'node:net';
 import { hostname } from 'node:os';
 import { ConfigError, EnvReader, parseDuration } from './env';
+import { readStoreShardMap, type StoreShardMap } from './store-shards';
 
 export interface KafkaConfig {
   readonly brokers: readonly string[];
@@ -39,6 +40,11 @@ export function ownTopics(topics: TopicNames): string[] {
 export interface TickworkConfig {
   readonly instanceId: string;
   readonly databaseUrl: string;
+  /**
+   * Which database holds each shard's jobs, fires, leases and runs (TICKWORK_STORE_SHARDS); by
+   * default every shard is in DATABASE_URL, which always holds the tenant-wide tables.
+   */
+  readonly storeShards: StoreShardMap;
   /**
    * PostgreSQL ends a session left idle inside a transaction this long (a frozen process's locks
    * are dropped); the process sees the session as lost and goes on with a new one.
@@ -174,12 +180,14 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     r.problem(
       `TICKWORK_TOPIC_MIN_ISR=${minIsr} with TICKWORK_TOPIC_REPLICATION=${replication} acknowledges a fire held by one broker only, which that broker's loss loses: use 2 or more`,
     );
+  const databaseUrl = r.url('DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/tickwork', [
+    'postgres:',
+    'postgresql:',
+  ]);
   const config: TickworkConfig = {
     instanceId: r.string('TICKWORK_INSTANCE_ID', `${hostname()}-${process.pid}`),
-    databaseUrl: r.url('DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/tickwork', [
-      'postgres:',
-      'postgresql:',
-    ]),
+    databaseUrl,
+    storeShards: readStoreShardMap(r, shardCount, databaseUrl),
     dbIdleInTransactionTimeoutMs: r.int('TICKWORK_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS', 10_000, 100, 3_600_000),
     kafka: {
       brokers,

@@ -1,5 +1,14 @@
 export { loadConfig, ownTopics } from './config';
 export type { TickworkConfig, KafkaConfig, TopicNames } from './config';
+export {
+  compactRanges,
+  databaseIdentity,
+  parseStoreShardMap,
+  singleDatabaseMap,
+  STORE_SHARDS_VARIABLE,
+  type ShardDatabase,
+  type StoreShardMap,
+} from './store-shards';
 export { ConfigError, EnvReader, parseDuration } from './env';
 export {
   loadTenants,

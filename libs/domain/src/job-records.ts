@@ -131,3 +131,13 @@ export interface RefusedChange {
   readonly outcome: string;
   readonly details?: Record<string, JsonValue>;
 }
+
+/** More than one database is configured and this operation cannot span them (yet). */
+export class NotShardedError extends Error {
+  constructor(what: string) {
+    super(
+      `${what} is not available while the store is sharded across several databases (TICKWORK_STORE_SHARDS): see docs/scale.md`,
+    );
+    this.name = 'NotShardedError';
+  }
+}

@@ -6,6 +6,7 @@ import {
   AlreadyReplayedError,
   DuplicateCommandError,
   JobAlreadyExistsError,
+  NotShardedError,
   ValidationError,
 } from '@tickwork/domain';
 
@@ -104,7 +105,9 @@ export function errorCodeOf(e: unknown): ErrorCode {
   if (
     e instanceof PreconditionFailedError ||
     e instanceof AlreadyReplayedError ||
-    e instanceof IdempotencyKeyReusedError
+    e instanceof IdempotencyKeyReusedError ||
+    // A feature not routed across the databases of a sharded store (docs/scale.md).
+    e instanceof NotShardedError
   )
     return 'FAILED_PRECONDITION';
   if (e instanceof UnauthenticatedError) return 'UNAUTHENTICATED';

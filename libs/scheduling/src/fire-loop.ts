@@ -102,7 +102,7 @@ export class FireLoop {
 
   constructor(
     private readonly fires: FireRepository,
-    private readonly ownership: ShardOwnership,
+    private readonly ownership: Pick<ShardOwnership, 'claimable'>,
     private readonly publisher: FirePublisher,
     private readonly planner: ClaimPlanner,
     private readonly opts: FireLoopOptions,

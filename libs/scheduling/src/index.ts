@@ -17,3 +17,4 @@ export {
   type BackfillStore,
   type DueBackfillRef,
 } from './backfill-runner';
+export { claimableAmong, type ClaimableShards } from './shard-subset';

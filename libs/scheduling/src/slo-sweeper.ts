@@ -98,7 +98,7 @@ export class SloSweeper {
 
   constructor(
     private readonly repo: SloRepository,
-    private readonly ownership: ShardOwnership,
+    private readonly ownership: Pick<ShardOwnership, 'claimable'>,
     private readonly opts: SloSweeperOptions,
     private readonly events: SloSweeperEvents = {},
   ) {}

@@ -46,3 +46,23 @@ export {
 export { CalendarRepository } from './repositories/calendar.repository';
 export { JOB_CALENDARS_SQL } from './repositories/calendar-rows';
 export { BackfillRepository, type BackfillStep, type DueBackfill } from './repositories/backfill.repository';
+export { ShardPools, type ShardDatabasePool } from './sharding/shard-pools';
+export { mergeJobPages, mergeSortedPages, type JobListPart } from './sharding/merged-pages';
+export {
+  reconcileShardMap,
+  shardMapDifferences,
+  shardsWithJobs,
+  ShardMapMismatchError,
+  type ConfiguredShardMap,
+} from './sharding/shard-map-registry';
+export {
+  RoutedJobRepository,
+  RoutedHistoryRepository,
+  RoutedRunRepository,
+  EveryDatabaseLivenessRepository,
+  RoutedShardLeaseRepository,
+  RoutedClusterStatsRepository,
+  refusedWhenSharded,
+  newestDeadLetterFirst,
+} from './sharding/routed-repositories';
+export { storeRepositories, type StoreRepositories } from './sharding/store-repositories';

@@ -1,0 +1,57 @@
+import { HistoryRepository } from '../repositories/history.repository';
+import { JobRepository } from '../repositories/job.repository';
+import { RunRepository } from '../repositories/run.repository';
+import { CalendarRepository } from '../repositories/calendar.repository';
+import { ClusterStatsRepository } from '../repositories/cluster-stats.repository';
+import { ExecutorLivenessRepository } from '../repositories/executor-liveness.repository';
+import { ShardLeaseRepository } from '../repositories/shard-lease.repository';
+import {
+  EveryDatabaseLivenessRepository,
+  RoutedClusterStatsRepository,
+  RoutedShardLeaseRepository,
+  RoutedHistoryRepository,
+  RoutedJobRepository,
+  RoutedRunRepository,
+} from './routed-repositories';
+import { RoutedCalendarRepository } from './store-repositories';
+
+/** The public methods a class's prototype defines (not inherited from Object). */
+function methodsOf(cls: { prototype: object }): string[] {
+  return Object.getOwnPropertyNames(cls.prototype).filter(
+    (name) =>
+      name !== 'constructor' &&
+      typeof Object.getOwnPropertyDescriptor(cls.prototype, name)?.value === 'function',
+  );
+}
+
+describe('routed repositories', () => {
+  // A method left to the base class would read or write the main database only: for a listing,
+  // answering as if it were all of them. A new repository method must be routed (or refused) here.
+  it.each([
+    ['JobRepository', JobRepository, RoutedJobRepository],
+    ['HistoryRepository', HistoryRepository, RoutedHistoryRepository],
+    ['RunRepository', RunRepository, RoutedRunRepository],
+    ['ExecutorLivenessRepository', ExecutorLivenessRepository, EveryDatabaseLivenessRepository],
+    ['ShardLeaseRepository', ShardLeaseRepository, RoutedShardLeaseRepository],
+    ['ClusterStatsRepository', ClusterStatsRepository, RoutedClusterStatsRepository],
+    ['CalendarRepository', CalendarRepository, RoutedCalendarRepository],
+  ] as const)('override every method of %s', (_name, base, routed) => {
+    const own = new Set(methodsOf(routed));
+    const missing = methodsOf(base).filter((m) => !own.has(m) && !NOT_ROUTED[_name]!.includes(m));
+    expect(missing).toEqual([]);
+  });
+});
+
+/**
+ * Methods that need no routing: private ones (TypeScript keeps them on the prototype; only the
+ * base class's own routed callers reach them) and ones that do no I/O.
+ */
+const NOT_ROUTED: Record<string, readonly string[]> = {
+  JobRepository: ['mutateInTransaction'],
+  HistoryRepository: [],
+  ExecutorLivenessRepository: [],
+  ShardLeaseRepository: [],
+  ClusterStatsRepository: [],
+  CalendarRepository: [],
+  RunRepository: ['isUnavailable', 'beginRound', 'findRunStates'],
+};
