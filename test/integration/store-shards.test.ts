@@ -63,4 +63,16 @@ describe('store_shards', () => {
     const { rowCount } = await db.pool.query('SELECT 1 FROM store_shards');
     expect(rowCount).toBe(0);
   });
+
+  it('records no map with every shard in one database, and refuses one after a sharded map is recorded', async () => {
+    expect(await reconcileShardMap(db.pool, map(A, A, A, A))).toBe('unsharded');
+    // Another shard count on one database stays allowed, as it always was.
+    expect(await reconcileShardMap(db.pool, map(A, A))).toBe('unsharded');
+    const { rowCount } = await db.pool.query('SELECT 1 FROM store_shards');
+    expect(rowCount).toBe(0);
+    expect(await reconcileShardMap(db.pool, map(A, A, B, B))).toBe('seeded');
+    await expect(reconcileShardMap(db.pool, map(A, A, A, A))).rejects.toThrow(
+      /TICKWORK_STORE_SHARDS puts every shard in 127\.0\.0\.1:5432\/a, but store_shards .* records shards in 127\.0\.0\.1:5433\/b/,
+    );
+  });
 });

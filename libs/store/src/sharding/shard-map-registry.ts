@@ -31,7 +31,9 @@ export async function reconcileShardMap(
   main: Pool,
   map: ConfiguredShardMap,
   strandedJobs: () => Promise<readonly string[]> = async () => [],
-): Promise<'seeded' | 'agrees'> {
+): Promise<'seeded' | 'agrees' | 'unsharded'> {
+  const single = new Set(map.databaseOfShard).size === 1 ? map.databaseOfShard[0]! : null;
+  if (single !== null) return checkUnsharded(main, map, single);
   return inTransaction(main, async (client) => {
     // One starter seeds; the others wait here and then compare against what it wrote.
     await client.query('LOCK TABLE store_shards IN EXCLUSIVE MODE');
@@ -58,6 +60,27 @@ export async function reconcileShardMap(
       );
     return 'agrees';
   });
+}
+
+/**
+ * A map with every shard in one database is not recorded: apps on one database have always been
+ * free to start with another shard count (tests and benches do), and there is nothing to route.
+ * It is refused only when a sharded map is recorded, which it would contradict.
+ */
+async function checkUnsharded(
+  main: Pool,
+  map: ConfiguredShardMap,
+  database: string,
+): Promise<'agrees' | 'unsharded'> {
+  const { rows } = await main.query<{ database: string }>('SELECT DISTINCT database FROM store_shards');
+  if (rows.length === 0) return 'unsharded';
+  const elsewhere = rows.map((r) => r.database).filter((d) => d !== database);
+  if (elsewhere.length > 0)
+    throw new ShardMapMismatchError(
+      `${map.variable} puts every shard in ${database}, but store_shards (DATABASE_URL) records shards in ` +
+        `${elsewhere.join(', ')}: start every app with the recorded shard map`,
+    );
+  return 'agrees';
 }
 
 /** Each way `configured` differs from `recorded` (database identities by shard), for messages. */
