@@ -5,17 +5,23 @@
  * fires; a calendar update bumps its version, keeps the old one, audits, and re-plans the jobs that
  * use it; a calendar in use is not deleted; a tenant cannot name another tenant's calendar.
  */
-import { DEFAULT_POLICIES, planClaimedJob, type JobDefinition, type JobPolicies } from '@tickwork/domain';
+import {
+  DEFAULT_POLICIES,
+  planClaimedJob,
+  type ClaimPlanner,
+  type JobDefinition,
+  type JobPolicies,
+} from '@tickwork/domain';
 import { CalendarService, JobService, type Caller } from '@tickwork/jobs';
 import {
   CalendarRepository,
-  FireRepository,
+  FireStore,
   HistoryRepository,
   JobRepository,
   ShardLeaseRepository,
-  type ClaimPlanner,
 } from '@tickwork/store';
 import { testDatabase, type TestDatabase } from '../support/db';
+import { claimWith } from '../support/fire-loop';
 
 const SHARD = 1;
 const DAY = 86_400_000;
@@ -34,14 +40,14 @@ const dateOf = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
 describe('business calendars (store and claim)', () => {
   let db: TestDatabase;
-  let fires: FireRepository;
+  let fires: FireStore;
   let jobs: JobRepository;
   let service: JobService;
   let calendars: CalendarService;
 
   beforeAll(async () => {
     db = await testDatabase('calendars');
-    fires = new FireRepository(db.pool);
+    fires = new FireStore(db.pool);
     jobs = new JobRepository(db.pool);
     const repo = new CalendarRepository(db.pool);
     service = new JobService(jobs, new HistoryRepository(db.pool), {
@@ -91,7 +97,8 @@ describe('business calendars (store and claim)', () => {
     await dailyJob('skipped', anchor, ['shut'], 'SKIP');
 
     const [lease] = await new ShardLeaseRepository(db.pool).acquire([SHARD], 'lane', 30_000);
-    const claim = await fires.claimDueJobs(
+    const claim = await claimWith(
+      fires,
       { owner: 'lane', shards: [lease!], limit: 100, lookaheadMs: 0 },
       planner,
     );

@@ -33,7 +33,7 @@ import {
 } from '@tickwork/execution';
 import type { MessageConsumer, MessageProducer } from '@tickwork/messaging';
 import { LazyKafkaAdmin, openMessaging, type Messaging } from '@tickwork/runtime';
-import { ExecutorLivenessRepository, FireRepository, RunRepository, type Pool } from '@tickwork/store';
+import { ExecutorLivenessRepository, FireStore, RunRepository, type Pool } from '@tickwork/store';
 import {
   ExecutorMetrics,
   fireLogFields,
@@ -334,7 +334,7 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
     if (x.runPurgeIntervalMs > 0) {
       // Run history is the runs and the fire log (fires, their outbox batches, skipped
       // occurrences): one retention for both, so an occurrence's fire and run go together.
-      const fireLog = new FireRepository(this.pool);
+      const fireLog = new FireStore(this.pool);
       const history = {
         purgeFinishedRuns: async (retentionMs: number, batchSize: number) =>
           (await runs.purgeFinishedRuns(retentionMs, batchSize)) +

@@ -10,7 +10,13 @@ import {
 } from '@nestjs/common';
 import { loadTenants, type TenantRegistry, type TickworkConfig } from '@tickwork/config';
 import { BackfillService, JobService, jobServiceOptionsOf, ScheduleCommandHandler } from '@tickwork/jobs';
-import { planClaimedJob, TenantTokenBuckets, type ShardEpoch } from '@tickwork/domain';
+import {
+  planClaimedJob,
+  TenantTokenBuckets,
+  type ClaimedFire,
+  type ClaimPlanner,
+  type ShardEpoch,
+} from '@tickwork/domain';
 import {
   CommandCodec,
   isBrokerError,
@@ -23,11 +29,13 @@ import {
   BackfillRunner,
   FireLoop,
   FirePublisher,
+  MeteredClaimStore,
   PauseSweep,
   releaseThrough,
   ShardOwnership,
   SharedDueProbe,
   SloSweeper,
+  TracedClaimStore,
   deadManSample,
   type FireLoopEvents,
 } from '@tickwork/scheduling';
@@ -35,17 +43,13 @@ import {
   BackfillRepository,
   BulkRepository,
   ClusterStatsRepository,
-  FireRepository,
+  FireStore,
   CalendarRepository,
   HistoryRepository,
   isSessionLoss,
   JobRepository,
   ShardLeaseRepository,
   SloRepository,
-  type ClaimedFire,
-  type ClaimPlanner,
-  type ClaimRequest,
-  type ClaimResult,
   type Pool,
 } from '@tickwork/store';
 import {
@@ -73,25 +77,6 @@ import { ClusterSampler } from './cluster-sampler';
 
 /** How often the scheduler resumes jobs whose pause-until has come: a pause ends at most this late. */
 const PAUSE_SWEEP_EVERY_MS = 1_000;
-
-/** The store's fire repository, observed: each claim's skips and parked jobs feed the metrics. */
-class MeteredFireRepository extends FireRepository {
-  constructor(
-    pool: Pool,
-    private readonly metrics: SchedulerMetrics,
-    private readonly onParked: (jobIds: readonly string[]) => void,
-  ) {
-    super(pool);
-  }
-
-  override async claimDueJobs(req: ClaimRequest, plan: ClaimPlanner): Promise<ClaimResult> {
-    const result = await super.claimDueJobs(req, plan);
-    if (result.skips.length > 0) this.metrics.skipped(result.skips);
-    this.metrics.parked(result.parked.length);
-    if (result.parked.length > 0) this.onParked(result.parked);
-    return result;
-  }
-}
 
 @Injectable()
 export class SchedulerService implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -185,7 +170,9 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
       },
     );
     this.ownership.start();
-    const fires = new MeteredFireRepository(this.pool, this.metrics, (jobIds) =>
+    // The claim through its decorators: spans per claim and fire, then skip and parking metrics.
+    const store = new FireStore(this.pool);
+    const claims = new MeteredClaimStore(new TracedClaimStore(store), this.metrics, (jobIds) =>
       this.log.warn(
         `parked (paused) ${jobIds.length} job(s) the claim could not plan or store: [${jobIds.slice(0, 20).join(', ')}]; the reason is in each job's occurrence ledger`,
       ),
@@ -207,7 +194,7 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
     const lanes = c.scheduler.claimLanes;
     const ownership = this.ownership;
     // One probe per tick for all lanes: an idle instance costs one statement per tick.
-    const dueProbe = new SharedDueProbe(fires, ownership, {
+    const dueProbe = new SharedDueProbe(store, ownership, {
       owner: c.instanceId,
       lookaheadMs: c.scheduler.lookaheadMs,
       relayAgeMs: c.scheduler.outboxRelayAgeMs,
@@ -219,7 +206,8 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
       { length: lanes },
       (_, index) =>
         new FireLoop(
-          fires,
+          claims,
+          store,
           ownership,
           publisher,
           planner,

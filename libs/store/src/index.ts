@@ -3,19 +3,7 @@ export { isTransientDatabaseError } from './transient-error';
 export { migrate, listMigrations, type Migration } from './migrate';
 export { dumpFreshSchema, dumpSchema, normaliseSchemaDump, SCHEMA_DUMP_PATH } from './schema-dump';
 export { JobRepository, JobAlreadyExistsError, type NewJob } from './repositories/job.repository';
-export {
-  FireRepository,
-  probeOfShards,
-  type ClaimPlanner,
-  type DueJob,
-  type ClaimRequest,
-  type ClaimResult,
-  type ClaimedFire,
-  type ClaimSkip,
-  type DueProbe,
-  type DueProbeRequest,
-  type DueTenant,
-} from './repositories/fire.repository';
+export { FireStore } from './repositories/fire-store';
 export { ShardLeaseRepository } from './repositories/shard-lease.repository';
 export {
   ClusterStatsRepository,
@@ -70,15 +58,7 @@ export {
   type BulkWindowChange,
   type ResumedPause,
 } from './repositories/bulk.repository';
-export {
-  SloRepository,
-  type SloCandidate,
-  type SloJudgement,
-  type SloMetricJob,
-  type SloSweepRequest,
-  type SloSweepResult,
-  type RecordedSloVerdict,
-} from './repositories/slo.repository';
+export { SloRepository } from './repositories/slo.repository';
 export { CalendarRepository, type CalendarWrite, type ReplanJob } from './repositories/calendar.repository';
 export { JOB_CALENDARS_SQL } from './repositories/calendar-rows';
 export {

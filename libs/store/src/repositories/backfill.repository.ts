@@ -7,6 +7,7 @@
 import type { Pool, PoolClient } from 'pg';
 import {
   ACTIVE_BACKFILL_STATUSES,
+  fireEventSnapshot,
   fireIdOf,
   type BackfillItem,
   type BackfillItemReason,
@@ -20,7 +21,6 @@ import {
   type ShardEpoch,
 } from '@tickwork/domain';
 import { inTransaction } from '../database';
-import { fireEventSnapshot } from './fire-snapshot';
 import { DuplicateCommandError, insertAudit, type AuditEntry, type CommandStamp } from './job.repository';
 import { jobFromRow, JOB_COLUMNS, type JobRow } from './rows';
 

@@ -17,6 +17,9 @@ import {
   type JsonValue,
   type PlannedOccurrence,
   type Run,
+  fireEventFromSnapshot,
+  fireEventSnapshot,
+  type FireEventSnapshot,
 } from '@tickwork/domain';
 import {
   Attr,
@@ -30,8 +33,7 @@ import {
 } from '@tickwork/telemetry';
 import { inTransaction } from '../database';
 import { JOB_COLUMNS, RUN_COLUMNS, jobFromRow, runFromRow, type JobRow, type RunRow } from './rows';
-import { fireEventFromSnapshot, fireEventSnapshot, type FireEventSnapshot } from './fire-snapshot';
-import { isRowDataError } from './fire.repository';
+import { isRowDataError } from '../sql/db';
 
 export class JobAlreadyExistsError extends Error {
   constructor(readonly jobId: string) {

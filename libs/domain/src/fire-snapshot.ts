@@ -1,9 +1,13 @@
 /**
  * The fire event as stored in a `fires` row's `event` column, the one format for every fire:
- * claimed ones (built in SQL by FireRepository.claimDueJobs, which must produce these same keys),
- * manual and replayed ones, all re-published from this column by the outbox relay.
+ * claimed, manual, replayed and backfilled ones, all re-published from this column by the outbox
+ * relay. This module is its only encoder: a claim binds `fireSnapshotHead` and the store adds the
+ * job row's target and payload (which it already holds) under the keys `target` and `payload`.
+ * (The Kafka wire format is another: the Avro codecs of libs/messaging, fed from schemas/.)
  */
-import { targetFromWire, targetToWire, type FireEvent, type JsonValue } from '@tickwork/domain';
+import { targetFromWire, targetToWire } from './job-wire';
+import type { FireEvent } from './fire';
+import type { JsonValue } from './job';
 
 export interface FireEventSnapshot {
   job_id: string;
@@ -19,8 +23,11 @@ export interface FireEventSnapshot {
   payload: JsonValue;
 }
 
-/** FireEvent → the jsonb stored in fires.event. */
-export function fireEventSnapshot(e: FireEvent): FireEventSnapshot {
+/** A snapshot without the job's target and payload (which the claim's statement adds). */
+export type FireSnapshotHead = Omit<FireEventSnapshot, 'target' | 'payload'>;
+
+/** FireEvent → the stored snapshot's keys other than target and payload. */
+export function fireSnapshotHead(e: FireEvent): FireSnapshotHead {
   return {
     job_id: e.jobId,
     tenant_id: e.tenantId,
@@ -30,9 +37,12 @@ export function fireEventSnapshot(e: FireEvent): FireEventSnapshot {
     nominal_time: e.nominalTime.toISOString(),
     ...(e.spreadOffsetMs ? { spread_offset_ms: e.spreadOffsetMs } : {}),
     attempt: e.attempt,
-    target: targetToWire(e.target),
-    payload: e.payload,
   };
+}
+
+/** FireEvent → the jsonb stored in fires.event. */
+export function fireEventSnapshot(e: FireEvent): FireEventSnapshot {
+  return { ...fireSnapshotHead(e), target: targetToWire(e.target), payload: e.payload };
 }
 
 /** fires.event → FireEvent. */
