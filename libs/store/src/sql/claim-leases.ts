@@ -7,8 +7,7 @@
 import type { ShardEpoch } from '@tickwork/domain';
 import type { PoolClient } from 'pg';
 
-const LOCK_HELD_LEASES = `
-SELECT l.shard, now() AS db_now
+const LOCK_HELD_LEASES = `SELECT l.shard, now() AS db_now
   FROM shard_leases l
   JOIN unnest($1::int[], $2::bigint[]) AS o(shard, epoch) ON o.shard = l.shard AND o.epoch = l.epoch
  WHERE l.owner = $3 AND l.expires_at > now()

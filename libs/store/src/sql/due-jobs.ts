@@ -18,8 +18,7 @@ const MAX_EVENT_AGE_SQL = `(CASE WHEN jsonb_typeof(j.policies->'retry'->'max_eve
       THEN least(greatest((j.policies->'retry'->>'max_event_age_ms')::numeric, 0), ${MAX_EVENT_AGE_MS})::double precision
       ELSE 86400000 END)`;
 
-const LOCK_DUE_JOBS = `
-SELECT d.*, q.cap AS slot
+const LOCK_DUE_JOBS = `SELECT d.*, q.cap AS slot
   FROM unnest($1::int[], $2::text[], $3::int[]) AS q(shard, tenant_id, cap)
   CROSS JOIN LATERAL (
     SELECT ${CLAIM_COLUMNS.split(', ')

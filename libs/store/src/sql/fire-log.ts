@@ -1,8 +1,7 @@
 /** Fire-log retention: the confirmed past of the outbox, the skip records and SLO verdicts, deleted in pages. */
 import type { Db } from './db';
 
-const PURGE_FIRE_LOG = `
-WITH candidates AS (
+const PURGE_FIRE_LOG = `WITH candidates AS (
   SELECT batch_id, sum(fires) OVER (ORDER BY batch_id) - fires AS before
     FROM (SELECT batch_id, fires FROM fire_batches
            WHERE enqueued_at IS NOT NULL

@@ -2,8 +2,7 @@
 import type { ClaimColumns } from '@tickwork/domain';
 import type { PoolClient } from 'pg';
 
-const RECORD_SKIPS = `
-INSERT INTO occurrence_skips (job_id, tenant_id, reason, first_nominal, last_nominal, occurrences, calendar, job_version)
+const RECORD_SKIPS = `INSERT INTO occurrence_skips (job_id, tenant_id, reason, first_nominal, last_nominal, occurrences, calendar, job_version)
 -- With the job version the skip was planned under (the job row is locked by this claim).
 SELECT k.*, j.version
   FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::bigint[], $7::text[])

@@ -19,8 +19,7 @@ export async function markEnqueued(db: Db, batchIds: readonly number[]): Promise
   await db.query(MARK_ENQUEUED, [[...new Set(batchIds)]]);
 }
 
-const PENDING_FIRES = `
-WITH pending AS (
+const PENDING_FIRES = `WITH pending AS (
   SELECT b.batch_id, b.claimed_at, sum(b.fires) OVER (ORDER BY b.claimed_at, b.batch_id) - b.fires AS before
     FROM fire_batches b
     JOIN shard_leases l ON l.shard = b.shard

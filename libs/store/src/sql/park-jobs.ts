@@ -7,8 +7,7 @@ import type { PoolClient } from 'pg';
 
 const PAUSE_JOBS = `UPDATE jobs SET status = 'PAUSED', updated_at = now() WHERE job_id = ANY($1::text[])`;
 
-const RECORD_INVALID = `
-INSERT INTO occurrence_skips (job_id, tenant_id, reason, first_nominal, last_nominal, occurrences)
+const RECORD_INVALID = `INSERT INTO occurrence_skips (job_id, tenant_id, reason, first_nominal, last_nominal, occurrences)
 SELECT v.id, v.tenant, 'INVALID_DEFINITION: ' || v.err, v.at, v.at, 1
   FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[]) AS v(id, tenant, at, err)`;
 

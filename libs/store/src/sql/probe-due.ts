@@ -7,8 +7,7 @@
 import type { DueProbe, DueProbeRequest, DueTenant } from '@tickwork/domain';
 import type { Db } from './db';
 
-const PROBE_DUE = `
-WITH RECURSIVE held AS (
+const PROBE_DUE = `WITH RECURSIVE held AS (
   SELECT l.shard
     FROM shard_leases l
     JOIN unnest($1::int[], $2::bigint[]) AS o(shard, epoch) ON o.shard = l.shard AND o.epoch = l.epoch

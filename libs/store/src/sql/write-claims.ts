@@ -12,8 +12,7 @@
 import { fireIdOf, type ClaimColumns } from '@tickwork/domain';
 import type { PoolClient } from 'pg';
 
-const WRITE_CLAIMS = `
-WITH u AS (
+const WRITE_CLAIMS = `WITH u AS (
   UPDATE jobs j
      SET fence_token = j.fence_token + v.n,
          fires_count = j.fires_count + v.n,
@@ -104,8 +103,7 @@ export async function writeClaims(
   return { batchOfShard, refired };
 }
 
-const DROP_REFIRED = `
-WITH d AS (SELECT * FROM unnest($1::bigint[], $2::int[]) AS d(batch_id, n)),
+const DROP_REFIRED = `WITH d AS (SELECT * FROM unnest($1::bigint[], $2::int[]) AS d(batch_id, n)),
      emptied AS (DELETE FROM fire_batches b USING d WHERE b.batch_id = d.batch_id AND b.fires <= d.n)
 UPDATE fire_batches b SET fires = b.fires - d.n FROM d WHERE b.batch_id = d.batch_id AND b.fires > d.n`;
 
