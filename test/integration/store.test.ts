@@ -14,6 +14,7 @@ import {
 } from '@tickwork/store';
 import {
   DEFAULT_POLICIES,
+  fireEventSnapshot,
   planDueOccurrences,
   targetToWire,
   type ClaimPlanner,
@@ -295,6 +296,32 @@ describe('schedule store', () => {
     ).toEqual([]);
     await fires.markEnqueued([pending[0]!.batchId]);
     expect(await fires.pendingFires({ owner: 'heir', shards: [next!], minAgeMs: 0, limit: 10 })).toEqual([]);
+  });
+
+  it('stores a claimed fire as the one snapshot encoder writes every fire: its head bound, target and payload from the job row', async () => {
+    await jobs.insertJob({
+      definition: definition('snap-1'),
+      shard: 8,
+      next: dueAt(new Date(Date.now() - 1_000)),
+    });
+    const [l] = await leases.acquire([8], 'snap', 30_000);
+    const slot = new Date(Math.floor(Date.now() / 1_000) * 1_000 - 500);
+    const claim = await claimWith(
+      fires,
+      { owner: 'snap', shards: [l!], limit: 10, lookaheadMs: 0 },
+      ({ job }) => ({
+        fires: [{ nominalTime: job.nextNominalAt!, scheduledFor: slot, spreadOffsetMs: 250 }],
+        skips: [],
+        next: null,
+      }),
+    );
+    const event = claim.fires[0]!.event;
+    expect(event.fireId).toBe('snap-1:1');
+    const { rows } = await db.pool.query<{ event: unknown }>(
+      `SELECT event FROM fires WHERE job_id = 'snap-1' AND fence_token = 1`,
+    );
+    expect(rows[0]!.event).toEqual(fireEventSnapshot(event));
+    expect(rows[0]!.event).toMatchObject({ spread_offset_ms: 250, payload: { n: 1 }, fire_id: 'snap-1:1' });
   });
 
   it('relays a batch claimed ahead only once it is the relay age past its release time, and counts it as pending, not overdue', async () => {
