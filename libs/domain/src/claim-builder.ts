@@ -19,7 +19,6 @@ import type {
 import type { DueOccurrencePlan } from './claim-planner';
 import { fireIdOf } from './fence';
 import type { FireEvent } from './fire';
-import { fireSnapshotHead } from './fire-snapshot';
 import { instantRangeProblem, isInstantInRange } from './instant';
 import type { ClaimableJob } from './job';
 import { storedScheduleProblem, storedTargetProblem } from './job-wire';
@@ -168,8 +167,8 @@ export interface ClaimColumns {
     readonly spread: number[];
     readonly calendarShift: number[];
     readonly calendar: (string | null)[];
-    /** The stored event snapshot's head (fireSnapshotHead) as JSON text. */
-    readonly event: string[];
+    /** fireIdOf each fire (its stored event's fire_id). */
+    readonly fireId: string[];
   };
   readonly skips: {
     readonly jobId: string[];
@@ -197,7 +196,7 @@ export function claimColumns(group: readonly JobClaim[]): ClaimColumns {
       spread: [],
       calendarShift: [],
       calendar: [],
-      event: [],
+      fireId: [],
     },
     skips: { jobId: [], tenantId: [], reason: [], first: [], last: [], count: [], calendar: [] },
   };
@@ -222,7 +221,7 @@ export function claimColumns(group: readonly JobClaim[]): ClaimColumns {
       f.spread.push(r.spread);
       f.calendarShift.push(r.calendarShift);
       f.calendar.push(r.calendar);
-      f.event.push(JSON.stringify(fireSnapshotHead(w.fires[i]!.event)));
+      f.fireId.push(w.fires[i]!.event.fireId);
     });
     const k = c.skips;
     for (const s of w.skipRows) {

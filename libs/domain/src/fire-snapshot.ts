@@ -1,9 +1,11 @@
 /**
  * The fire event as stored in a `fires` row's `event` column, the one format for every fire:
  * claimed, manual, replayed and backfilled ones, all re-published from this column by the outbox
- * relay. This module is its only encoder: a claim binds `fireSnapshotHead` and the store adds the
- * job row's target and payload (which it already holds) under the keys `target` and `payload`.
- * (The Kafka wire format is another: the Avro codecs of libs/messaging, fed from schemas/.)
+ * relay. `FireEventSnapshot` is the one definition of its shape: `fireEventSnapshot` encodes it
+ * here, and the claim's statement (libs/store/src/sql/write-claims.ts) projects the same keys from
+ * the values the claim builder bound (fire ids, ISO instants) and the job row's target and payload,
+ * through a map typed against this interface. (The Kafka wire format is another: the Avro codecs
+ * of libs/messaging, fed from schemas/.)
  */
 import { targetFromWire, targetToWire } from './job-wire';
 import type { FireEvent } from './fire';
@@ -23,11 +25,8 @@ export interface FireEventSnapshot {
   payload: JsonValue;
 }
 
-/** A snapshot without the job's target and payload (which the claim's statement adds). */
-export type FireSnapshotHead = Omit<FireEventSnapshot, 'target' | 'payload'>;
-
-/** FireEvent → the stored snapshot's keys other than target and payload. */
-export function fireSnapshotHead(e: FireEvent): FireSnapshotHead {
+/** FireEvent → the jsonb stored in fires.event (spread_offset_ms only when not 0). */
+export function fireEventSnapshot(e: FireEvent): FireEventSnapshot {
   return {
     job_id: e.jobId,
     tenant_id: e.tenantId,
@@ -37,12 +36,9 @@ export function fireSnapshotHead(e: FireEvent): FireSnapshotHead {
     nominal_time: e.nominalTime.toISOString(),
     ...(e.spreadOffsetMs ? { spread_offset_ms: e.spreadOffsetMs } : {}),
     attempt: e.attempt,
+    target: targetToWire(e.target),
+    payload: e.payload,
   };
-}
-
-/** FireEvent → the jsonb stored in fires.event. */
-export function fireEventSnapshot(e: FireEvent): FireEventSnapshot {
-  return { ...fireSnapshotHead(e), target: targetToWire(e.target), payload: e.payload };
 }
 
 /** fires.event → FireEvent. */
