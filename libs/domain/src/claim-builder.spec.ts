@@ -219,7 +219,7 @@ describe('buildClaim', () => {
 });
 
 describe('claimColumns', () => {
-  it('lays a group out as one array per bound column, fires in job order, with their stored event heads', () => {
+  it('lays a group out as one array per bound column, fires in job order, with their fire ids', () => {
     const a = jobClaimOf(
       job,
       plan({ fires: [once('2026-01-01T00:01:00Z')], next: once('2026-01-01T00:02:00Z') }),
