@@ -21,12 +21,13 @@ import {
 import { BackfillRunner } from '@tickwork/scheduling';
 import {
   BackfillRepository,
-  FireRepository,
+  FireStore,
   JobRepository,
   ShardLeaseRepository,
   type DueBackfill,
 } from '@tickwork/store';
 import { testDatabase, type TestDatabase } from '../support/db';
+import { claimWith } from '../support/fire-loop';
 
 const SHARD = 5;
 const MIN = 60_000;
@@ -344,8 +345,9 @@ describe('backfills on PostgreSQL', () => {
                        policies = policies || '{"misfire": "FIRE_ALL"}' WHERE job_id = $1`,
       ['claimed', occ(51)],
     );
-    const fires = new FireRepository(db.pool);
-    const claim = await fires.claimDueJobs(
+    const fires = new FireStore(db.pool);
+    const claim = await claimWith(
+      fires,
       { owner: 'sched-a', shards: [lease!], limit: 10, lookaheadMs: 0 },
       ({ job, previousFireInFlight }, now) =>
         planDueOccurrences(

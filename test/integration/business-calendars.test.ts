@@ -9,19 +9,20 @@ import {
   DEFAULT_POLICIES,
   MAX_JITTER_MS,
   planClaimedJob,
+  type ClaimPlanner,
   type JobDefinition,
   type JobPolicies,
 } from '@tickwork/domain';
 import { CalendarService, JobService, type Caller } from '@tickwork/jobs';
 import {
   CalendarRepository,
-  FireRepository,
+  FireStore,
   HistoryRepository,
   JobRepository,
   ShardLeaseRepository,
-  type ClaimPlanner,
 } from '@tickwork/store';
 import { testDatabase, type TestDatabase } from '../support/db';
+import { claimWith } from '../support/fire-loop';
 
 const SHARD = 1;
 const DAY = 86_400_000;
@@ -40,14 +41,14 @@ const dateOf = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
 describe('business calendars (store and claim)', () => {
   let db: TestDatabase;
-  let fires: FireRepository;
+  let fires: FireStore;
   let jobs: JobRepository;
   let service: JobService;
   let calendars: CalendarService;
 
   beforeAll(async () => {
     db = await testDatabase('calendars');
-    fires = new FireRepository(db.pool);
+    fires = new FireStore(db.pool);
     jobs = new JobRepository(db.pool);
     const repo = new CalendarRepository(db.pool);
     service = new JobService(jobs, new HistoryRepository(db.pool), {
@@ -97,7 +98,8 @@ describe('business calendars (store and claim)', () => {
     await dailyJob('skipped', anchor, ['shut'], 'SKIP');
 
     const [lease] = await new ShardLeaseRepository(db.pool).acquire([SHARD], 'lane', 30_000);
-    const claim = await fires.claimDueJobs(
+    const claim = await claimWith(
+      fires,
       { owner: 'lane', shards: [lease!], limit: 100, lookaheadMs: 0 },
       planner,
     );

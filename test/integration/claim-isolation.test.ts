@@ -4,15 +4,16 @@
  * tenant's due jobs. The claim fires the healthy jobs, parks each poison job with its reason in the
  * occurrence ledger, and the lane claims on at its next tick.
  */
-import { DEFAULT_POLICIES, planDueOccurrences, type JobDefinition } from '@tickwork/domain';
 import {
-  FireRepository,
-  JobRepository,
-  ShardLeaseRepository,
+  DEFAULT_POLICIES,
+  planDueOccurrences,
   type ClaimPlanner,
   type ClaimResult,
-} from '@tickwork/store';
+  type JobDefinition,
+} from '@tickwork/domain';
+import { FireStore, JobRepository, ShardLeaseRepository } from '@tickwork/store';
 import { testDatabase, type TestDatabase } from '../support/db';
+import { claimWith } from '../support/fire-loop';
 
 const SHARD = 3;
 const planner: ClaimPlanner = ({ job, previousFireInFlight }, now) =>
@@ -86,13 +87,13 @@ const POISON: Record<string, { sql: string; reason: RegExp }> = {
 
 describe('claim isolation of poison jobs', () => {
   let db: TestDatabase;
-  let fires: FireRepository;
+  let fires: FireStore;
   let jobs: JobRepository;
   let leases: ShardLeaseRepository;
 
   beforeAll(async () => {
     db = await testDatabase('claimiso');
-    fires = new FireRepository(db.pool);
+    fires = new FireStore(db.pool);
     jobs = new JobRepository(db.pool);
     leases = new ShardLeaseRepository(db.pool);
   });
@@ -128,7 +129,8 @@ describe('claim isolation of poison jobs', () => {
     }
 
     const [lease] = await leases.acquire([SHARD], 'lane', 30_000);
-    const claim = await fires.claimDueJobs(
+    const claim = await claimWith(
+      fires,
       { owner: 'lane', shards: [lease!], limit: 100, lookaheadMs: 0 },
       planner,
     );
@@ -155,7 +157,8 @@ describe('claim isolation of poison jobs', () => {
     expect(Number(outbox.rows[0]!.n)).toBe(healthy.length);
 
     // The lane goes on: the next claim neither fails nor finds the parked jobs.
-    const next: ClaimResult = await fires.claimDueJobs(
+    const next: ClaimResult = await claimWith(
+      fires,
       { owner: 'lane', shards: [lease!], limit: 100, lookaheadMs: 0 },
       planner,
     );
@@ -179,7 +182,8 @@ describe('claim isolation of poison jobs', () => {
     });
     await db.pool.query(POISON['mallory-refenced']!.sql, ['mallory-refenced']);
     const [lease] = await leases.acquire([SHARD], 'lane2', 30_000);
-    const claim = await fires.claimDueJobs(
+    const claim = await claimWith(
+      fires,
       { owner: 'lane2', shards: [lease!], limit: 1_000, lookaheadMs: 0 },
       planner,
     );

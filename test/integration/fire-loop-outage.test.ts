@@ -7,7 +7,7 @@
  */
 import { EventCodecs, type MessageBus, type MessageProducer, type TopicAdmin } from '@tickwork/messaging';
 import { FireLoop, FirePublisher, ShardOwnership } from '@tickwork/scheduling';
-import { FireRepository, JobRepository, ShardLeaseRepository } from '@tickwork/store';
+import { FireStore, JobRepository, ShardLeaseRepository } from '@tickwork/store';
 import { testDatabase, type TestDatabase } from '../support/db';
 import { eventually, STACK } from '../support/env';
 import { fireOnce, oneShot } from '../support/fire-loop';
@@ -37,7 +37,7 @@ describe('fire loop through a publish outage', () => {
 
   it('sends the failed fires first and at once when Kafka is back, and claims nothing new before', async () => {
     const jobs = new JobRepository(db.pool);
-    const fires = new FireRepository(db.pool);
+    const fires = new FireStore(db.pool);
     const insert = async (prefix: string, n: number, at: Date) => {
       for (let i = 0; i < n; i++)
         await jobs.insertJob({
@@ -54,6 +54,7 @@ describe('fire loop through a publish outage', () => {
     const claimed: string[][] = [];
     const enqueued: { relayed: boolean; jobs: string[] }[] = [];
     const loop = new FireLoop(
+      fires,
       fires,
       ownership,
       new FirePublisher(producer, codecs, topic),

@@ -5,7 +5,7 @@
  */
 import { EventCodecs, type MessageBus, type MessageProducer, type TopicAdmin } from '@tickwork/messaging';
 import { FireLoop, FirePublisher, ShardOwnership } from '@tickwork/scheduling';
-import { FireRepository, JobRepository, ShardLeaseRepository } from '@tickwork/store';
+import { FireStore, JobRepository, ShardLeaseRepository } from '@tickwork/store';
 import { testDatabase, type TestDatabase } from '../support/db';
 import { eventually, STACK } from '../support/env';
 import { fireOnce, oneShot } from '../support/fire-loop';
@@ -36,7 +36,7 @@ describe('fire loop relay', () => {
 
   it('does not re-publish a batch the loop holds for its time past the relay age', async () => {
     const jobs = new JobRepository(db.pool);
-    const fires = new FireRepository(db.pool);
+    const fires = new FireStore(db.pool);
     // Due 1.5 s from now, claimed at once (lookahead 2.5 s), so each batch is held ~1.5 s: far
     // past the relay age of 200 ms, as a herd's batches are when the box is slow to send them.
     const dueAt = new Date(Date.now() + 1_500);
@@ -53,6 +53,7 @@ describe('fire loop relay', () => {
     const errors: Error[] = [];
     const enqueued: { relayed: boolean; fires: number }[] = [];
     const loop = new FireLoop(
+      fires,
       fires,
       ownership,
       new FirePublisher(producer, codecs, topic),

@@ -6,7 +6,8 @@
  */
 import { DEFAULT_POLICIES, policiesToWire, scheduleToWire, type JobPolicies } from '@tickwork/domain';
 import { judgeCandidate } from '@tickwork/scheduling';
-import { SloRepository, type SloSweepRequest } from '@tickwork/store';
+import type { SloSweepRequest } from '@tickwork/domain';
+import { SloRepository } from '@tickwork/store';
 import { testDatabase, type TestDatabase } from '../support/db';
 
 const DEFAULTS = { toleranceMs: 60_000, missedAfterMs: 86_400_000 };

@@ -5,22 +5,24 @@
 import {
   ClusterStatsRepository,
   createPool,
-  FireRepository,
+  FireStore,
   JobRepository,
   listMigrations,
   migrate,
   RunRepository,
   ShardLeaseRepository,
-  type ClaimPlanner,
 } from '@tickwork/store';
 import {
   DEFAULT_POLICIES,
+  fireEventSnapshot,
   planDueOccurrences,
   targetToWire,
+  type ClaimPlanner,
   type FireEvent,
   type JobDefinition,
 } from '@tickwork/domain';
 import { testDatabase, type TestDatabase } from '../support/db';
+import { claimWith } from '../support/fire-loop';
 import { eventually } from '../support/env';
 
 const fireOnce: ClaimPlanner = ({ job }, _now) => ({
@@ -66,14 +68,14 @@ function ledgerFire(jobId: string, fenceToken: number): FireEvent {
 describe('schedule store', () => {
   let db: TestDatabase;
   let jobs: JobRepository;
-  let fires: FireRepository;
+  let fires: FireStore;
   let leases: ShardLeaseRepository;
   let runs: RunRepository;
 
   beforeAll(async () => {
     db = await testDatabase('store');
     jobs = new JobRepository(db.pool);
-    fires = new FireRepository(db.pool);
+    fires = new FireStore(db.pool);
     leases = new ShardLeaseRepository(db.pool);
     runs = new RunRepository(db.pool);
   });
@@ -130,7 +132,7 @@ describe('schedule store', () => {
       ]);
       const oldLeases = new ShardLeaseRepository(old.pool);
       const held = await oldLeases.acquire([2, 5], 'heir', 30_000);
-      const pending = await new FireRepository(old.pool).pendingFires({
+      const pending = await new FireStore(old.pool).pendingFires({
         owner: 'heir',
         shards: held,
         minAgeMs: 0,
@@ -154,10 +156,11 @@ describe('schedule store', () => {
     const [lease] = await leases.acquire([0], 'racer', 30_000);
     const results = await Promise.all(
       Array.from({ length: 5 }, () =>
-        fires.claimDueJobs({ owner: 'racer', shards: [lease!], limit: 100, lookaheadMs: 0 }, fireOnce),
+        claimWith(fires, { owner: 'racer', shards: [lease!], limit: 100, lookaheadMs: 0 }, fireOnce),
       ),
     );
-    let more = await fires.claimDueJobs(
+    let more = await claimWith(
+      fires,
       { owner: 'racer', shards: [lease!], limit: 1000, lookaheadMs: 0 },
       fireOnce,
     );
@@ -166,7 +169,8 @@ describe('schedule store', () => {
       .filter((id) => id.startsWith('race-'));
     expect(claimed.sort()).toEqual([...ids].sort());
     expect(new Set(claimed).size).toBe(ids.length);
-    more = await fires.claimDueJobs(
+    more = await claimWith(
+      fires,
       { owner: 'racer', shards: [lease!], limit: 1000, lookaheadMs: 0 },
       fireOnce,
     );
@@ -186,14 +190,16 @@ describe('schedule store', () => {
     const [old] = await leases.acquire([1], 'old-owner', 30_000);
     const [taken] = await leases.acquire([1], 'new-owner', 30_000);
     expect(taken!.epoch).toBe(old!.epoch + 1);
-    const stale = await fires.claimDueJobs(
+    const stale = await claimWith(
+      fires,
       { owner: 'old-owner', shards: [old!], limit: 10, lookaheadMs: 0 },
       fireOnce,
     );
     expect(stale.fencedOut).toEqual([1]);
     expect(stale.fires).toHaveLength(0);
     expect(await leases.renew([old!], 'old-owner', 30_000)).toEqual([]);
-    const fresh = await fires.claimDueJobs(
+    const fresh = await claimWith(
+      fires,
       { owner: 'new-owner', shards: [taken!], limit: 10, lookaheadMs: 0 },
       fireOnce,
     );
@@ -222,7 +228,7 @@ describe('schedule store', () => {
     try {
       await blocker.query('BEGIN');
       await blocker.query('LOCK TABLE fire_batches IN EXCLUSIVE MODE');
-      const claim = fires.claimDueJobs({ owner: 'a', shards: [old!], limit: 10, lookaheadMs: 0 }, fireOnce);
+      const claim = claimWith(fires, { owner: 'a', shards: [old!], limit: 10, lookaheadMs: 0 }, fireOnce);
       await waitingOn('WITH u AS');
 
       // The owner's renewal goes through at once, however long the claim takes.
@@ -251,10 +257,7 @@ describe('schedule store', () => {
     } finally {
       blocker.release();
     }
-    const after = await fires.claimDueJobs(
-      { owner: 'a', shards: [old!], limit: 10, lookaheadMs: 0 },
-      fireOnce,
-    );
+    const after = await claimWith(fires, { owner: 'a', shards: [old!], limit: 10, lookaheadMs: 0 }, fireOnce);
     expect(after.fencedOut).toEqual([2]);
   });
 
@@ -265,7 +268,8 @@ describe('schedule store', () => {
       next: dueAt(new Date(Date.now() - 1_000)),
     });
     const [mine] = await leases.acquire([3], 'crashy', 30_000);
-    const claim = await fires.claimDueJobs(
+    const claim = await claimWith(
+      fires,
       { owner: 'crashy', shards: [mine!], limit: 10, lookaheadMs: 0 },
       fireOnce,
     );
@@ -294,6 +298,32 @@ describe('schedule store', () => {
     expect(await fires.pendingFires({ owner: 'heir', shards: [next!], minAgeMs: 0, limit: 10 })).toEqual([]);
   });
 
+  it('stores a claimed fire as the one snapshot encoder writes every fire: its head bound, target and payload from the job row', async () => {
+    await jobs.insertJob({
+      definition: definition('snap-1'),
+      shard: 8,
+      next: dueAt(new Date(Date.now() - 1_000)),
+    });
+    const [l] = await leases.acquire([8], 'snap', 30_000);
+    const slot = new Date(Math.floor(Date.now() / 1_000) * 1_000 - 500);
+    const claim = await claimWith(
+      fires,
+      { owner: 'snap', shards: [l!], limit: 10, lookaheadMs: 0 },
+      ({ job }) => ({
+        fires: [{ nominalTime: job.nextNominalAt!, scheduledFor: slot, spreadOffsetMs: 250 }],
+        skips: [],
+        next: null,
+      }),
+    );
+    const event = claim.fires[0]!.event;
+    expect(event.fireId).toBe('snap-1:1');
+    const { rows } = await db.pool.query<{ event: unknown }>(
+      `SELECT event FROM fires WHERE job_id = 'snap-1' AND fence_token = 1`,
+    );
+    expect(rows[0]!.event).toEqual(fireEventSnapshot(event));
+    expect(rows[0]!.event).toMatchObject({ spread_offset_ms: 250, payload: { n: 1 }, fire_id: 'snap-1:1' });
+  });
+
   it('relays a batch claimed ahead only once it is the relay age past its release time, and counts it as pending, not overdue', async () => {
     const dueIn = 3_000;
     await jobs.insertJob({
@@ -302,7 +332,8 @@ describe('schedule store', () => {
       next: dueAt(new Date(Date.now() + dueIn)),
     });
     const [mine] = await leases.acquire([61], 'ahead', 30_000);
-    const claim = await fires.claimDueJobs(
+    const claim = await claimWith(
+      fires,
       { owner: 'ahead', shards: [mine!], limit: 10, lookaheadMs: 10_000 },
       fireOnce,
     );
@@ -357,7 +388,8 @@ describe('schedule store', () => {
     expect(before.relay).toEqual([]);
 
     // A claim from the probe's answer; its batch is in the outbox but young: nothing to relay yet.
-    const claim = await fires.claimDueJobs(
+    const claim = await claimWith(
+      fires,
       { owner: 'prober', shards: [mine!], limit: 10, lookaheadMs: 0, probe: before },
       fireOnce,
     );
@@ -399,13 +431,15 @@ describe('schedule store', () => {
       skips: [],
       next: dueAt(job.nextNominalAt!),
     });
-    const first = await fires.claimDueJobs(
+    const first = await claimWith(
+      fires,
       { owner: 'x', shards: [l!], limit: 10, lookaheadMs: 0 },
       sameOccurrenceForever,
     );
     expect(first.fires.map((f) => f.event.fireId)).toEqual(['dup-occ:1']);
     // A schedule change after an early claim can plan the same occurrence again.
-    const again = await fires.claimDueJobs(
+    const again = await claimWith(
+      fires,
       { owner: 'x', shards: [l!], limit: 10, lookaheadMs: 0 },
       sameOccurrenceForever,
     );
@@ -452,7 +486,8 @@ describe('schedule store', () => {
       skips: [],
       next: { nominalTime: shared, scheduledFor: shared, dstShiftMs: 0 },
     });
-    const first = await fires.claimDueJobs(
+    const first = await claimWith(
+      fires,
       { owner: 'x', shards: [l!], limit: 10, lookaheadMs: 0 },
       onlyTheFirst,
     );
@@ -460,7 +495,8 @@ describe('schedule store', () => {
     // The domain's planner, from the stored cursor: the 03:45 that exists, not 02:45 again, not skipped.
     const domainPlanner: ClaimPlanner = ({ job }, now) =>
       planDueOccurrences(job, job.nextNominalAt!, now, { maxCatchUp: 10, herdJitterMs: 0 });
-    const second = await fires.claimDueJobs(
+    const second = await claimWith(
+      fires,
       { owner: 'x', shards: [l!], limit: 10, lookaheadMs: 0 },
       domainPlanner,
     );
@@ -495,7 +531,8 @@ describe('schedule store', () => {
       next: { nominalTime: new Date('2026-03-08T05:45:00Z'), scheduledFor: new Date('2026-03-08T05:45:00Z') },
     });
     const [l] = await leases.acquire([72], 'x', 30_000);
-    const claimed = await fires.claimDueJobs(
+    const claimed = await claimWith(
+      fires,
       { owner: 'x', shards: [l!], limit: 10, lookaheadMs: 0 },
       ({ job }, now) => planDueOccurrences(job, job.nextNominalAt!, now, { maxCatchUp: 10, herdJitterMs: 0 }),
     );
@@ -529,7 +566,8 @@ describe('schedule store', () => {
     const [l] = await leases.acquire([5], 'fair', 30_000);
     const even = (tenants: readonly string[]) =>
       new Map(tenants.map((t) => [t, Math.ceil(20 / tenants.length)]));
-    const first = await fires.claimDueJobs(
+    const first = await claimWith(
+      fires,
       { owner: 'fair', shards: [l!], limit: 20, lookaheadMs: 0, tenantCaps: even },
       fireOnce,
     );
@@ -541,7 +579,8 @@ describe('schedule store', () => {
     expect(byTenant(first)).toEqual({ big: 10, small: 5 });
     expect(first.saturated).toBe(true);
     // A rate-capped tenant gets only its cap; the rest stay due, nothing is dropped.
-    const capped = await fires.claimDueJobs(
+    const capped = await claimWith(
+      fires,
       {
         owner: 'fair',
         shards: [l!],
@@ -571,9 +610,9 @@ describe('schedule store', () => {
         next: dueAt(new Date(due.job.nextNominalAt!.getTime() + 1)),
       };
     };
-    await fires.claimDueJobs({ owner: 'ov', shards: [l!], limit: 10, lookaheadMs: 0 }, again);
+    await claimWith(fires, { owner: 'ov', shards: [l!], limit: 10, lookaheadMs: 0 }, again);
     // Fire 1 was claimed and no run has finished it: in flight.
-    await fires.claimDueJobs({ owner: 'ov', shards: [l!], limit: 10, lookaheadMs: 0 }, again);
+    await claimWith(fires, { owner: 'ov', shards: [l!], limit: 10, lookaheadMs: 0 }, again);
     // The executor finishes fire 2: no longer in flight.
     const start = await runs.beginRun({ ...ledgerFire('forbid-1', 2) }, 'exec', 30_000);
     if (start.action !== 'execute') throw new Error('expected execute');
@@ -582,7 +621,7 @@ describe('schedule store', () => {
       httpStatus: 200,
       error: null,
     });
-    await fires.claimDueJobs({ owner: 'ov', shards: [l!], limit: 10, lookaheadMs: 0 }, again);
+    await claimWith(fires, { owner: 'ov', shards: [l!], limit: 10, lookaheadMs: 0 }, again);
     expect(seen).toEqual([false, true, false]);
   });
 
@@ -599,7 +638,7 @@ describe('schedule store', () => {
     });
     await db.pool.query(`UPDATE jobs SET schedule = '{"kind": "sundial"}' WHERE job_id = 'poison-1'`);
     const [l] = await leases.acquire([7], 'p', 30_000);
-    const r = await fires.claimDueJobs({ owner: 'p', shards: [l!], limit: 10, lookaheadMs: 0 }, fireOnce);
+    const r = await claimWith(fires, { owner: 'p', shards: [l!], limit: 10, lookaheadMs: 0 }, fireOnce);
     expect(r.fires.map((f) => f.event.jobId)).toEqual(['healthy-1']);
     expect(r.parked).toEqual(['poison-1']);
     const { rows } = await db.pool.query<{ status: string; reason: string }>(
@@ -618,7 +657,8 @@ describe('schedule store', () => {
         next: dueAt(new Date(Date.now() - 1_000)),
       });
     const [lease] = await leases.acquire([9], 'purger', 30_000);
-    const claim = await fires.claimDueJobs(
+    const claim = await claimWith(
+      fires,
       { owner: 'purger', shards: [lease!], limit: 10, lookaheadMs: 0 },
       fireOnce,
     );

@@ -36,7 +36,7 @@ import { LazyKafkaAdmin, openMessaging, type Messaging } from '@tickwork/runtime
 import {
   EveryDatabaseLivenessRepository,
   ExecutorLivenessRepository,
-  FireRepository,
+  FireStore,
   RoutedRunRepository,
   RunRepository,
   type Pool,
@@ -350,7 +350,7 @@ export class ExecutorService implements OnApplicationBootstrap, BeforeApplicatio
     if (x.runPurgeIntervalMs > 0) {
       // Run history is the runs and the fire log (fires, their outbox batches, skipped
       // occurrences): one retention for both, so an occurrence's fire and run go together.
-      const fireLogs = this.shardPools.databases.map((d) => new FireRepository(d.pool));
+      const fireLogs = this.shardPools.databases.map((d) => new FireStore(d.pool));
       const history = {
         purgeFinishedRuns: async (retentionMs: number, batchSize: number) => {
           let purged = await runs.purgeFinishedRuns(retentionMs, batchSize);

@@ -10,7 +10,13 @@ import {
 } from '@nestjs/common';
 import type { TenantRegistry, TickworkConfig } from '@tickwork/config';
 import type { ScheduleCommandHandler } from '@tickwork/jobs';
-import { planClaimedJob, TenantTokenBuckets, type ShardEpoch } from '@tickwork/domain';
+import {
+  planClaimedJob,
+  TenantTokenBuckets,
+  type ClaimedFire,
+  type ClaimPlanner,
+  type ShardEpoch,
+} from '@tickwork/domain';
 import {
   isBrokerError,
   type MessageConsumer,
@@ -23,11 +29,13 @@ import {
   claimableAmong,
   FireLoop,
   FirePublisher,
+  MeteredClaimStore,
   PauseSweep,
   releaseThrough,
   ShardOwnership,
   SharedDueProbe,
   SloSweeper,
+  TracedClaimStore,
   deadManSample,
   type ClaimableShards,
   type FireLoopEvents,
@@ -35,7 +43,7 @@ import {
 import {
   BackfillRepository,
   BulkRepository,
-  FireRepository,
+  FireStore,
   isSessionLoss,
   RoutedShardLeaseRepository,
   ShardLeaseRepository,
@@ -43,10 +51,6 @@ import {
   storeRepositories,
   type ShardDatabasePool,
   type ShardPools,
-  type ClaimedFire,
-  type ClaimPlanner,
-  type ClaimRequest,
-  type ClaimResult,
   type Pool,
 } from '@tickwork/store';
 import {
@@ -72,25 +76,6 @@ import { createCommandHandler } from './command-wiring';
 
 /** How often the scheduler resumes jobs whose pause-until has come: a pause ends at most this late. */
 const PAUSE_SWEEP_EVERY_MS = 1_000;
-
-/** The store's fire repository, observed: each claim's skips and parked jobs feed the metrics. */
-class MeteredFireRepository extends FireRepository {
-  constructor(
-    pool: Pool,
-    private readonly metrics: SchedulerMetrics,
-    private readonly onParked: (jobIds: readonly string[]) => void,
-  ) {
-    super(pool);
-  }
-
-  override async claimDueJobs(req: ClaimRequest, plan: ClaimPlanner): Promise<ClaimResult> {
-    const result = await super.claimDueJobs(req, plan);
-    if (result.skips.length > 0) this.metrics.skipped(result.skips);
-    this.metrics.parked(result.parked.length);
-    if (result.parked.length > 0) this.onParked(result.parked);
-    return result;
-  }
-}
 
 @Injectable()
 export class SchedulerService implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -264,13 +249,15 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
   ): FireLoop[] {
     const c = this.config;
     const lanes = c.scheduler.claimLanes;
-    const fires = new MeteredFireRepository(db.pool, this.metrics, (jobIds) =>
+    // The claim through its decorators: spans per claim and fire, then skip and parking metrics.
+    const store = new FireStore(db.pool);
+    const claims = new MeteredClaimStore(new TracedClaimStore(store), this.metrics, (jobIds) =>
       this.log.warn(
         `parked (paused) ${jobIds.length} job(s) the claim could not plan or store: [${jobIds.slice(0, 20).join(', ')}]; the reason is in each job's occurrence ledger`,
       ),
     );
     // One probe per tick for all lanes: an idle instance costs one statement per tick.
-    const dueProbe = new SharedDueProbe(fires, held, {
+    const dueProbe = new SharedDueProbe(store, held, {
       owner: c.instanceId,
       lookaheadMs: c.scheduler.lookaheadMs,
       relayAgeMs: c.scheduler.outboxRelayAgeMs,
@@ -280,7 +267,8 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
       { length: lanes },
       (_, index) =>
         new FireLoop(
-          fires,
+          claims,
+          store,
           held,
           publisher,
           planner,

@@ -6,32 +6,8 @@
  * publishes at once. The state is in the store: a new owner of the shard goes on where the last
  * one stopped, at the same pace.
  */
-import { pacedFires, type PacedFires, type ShardEpoch, type TenantTokenBuckets } from '@tickwork/domain';
-
-/** An active backfill due for a step (see the store's BackfillRepository.due). */
-export interface DueBackfillRef {
-  readonly backfillId: number;
-  readonly tenantId: string;
-  readonly jobId: string;
-  readonly shard: number;
-  readonly epoch: number;
-}
-
-/** The store's side of a backfill step. */
-export interface BackfillStore {
-  due(owner: string, shards: readonly ShardEpoch[], limit: number): Promise<readonly DueBackfillRef[]>;
-  fireNext(req: {
-    owner: string;
-    due: DueBackfillRef;
-    pace: (nextAtMs: number, nowMs: number, ratePerSec: number, left: number) => PacedFires;
-  }): Promise<{
-    readonly fenced: boolean;
-    readonly fired: readonly { readonly tenantId: string; readonly fireId: string }[];
-    readonly foundRan: number;
-    readonly status: string | null;
-  }>;
-  activeCount(shards: readonly number[]): Promise<number>;
-}
+import { pacedFires, type ShardEpoch, type TenantTokenBuckets } from '@tickwork/domain';
+import type { BackfillStore } from './ports';
 
 export interface BackfillRunnerOptions {
   readonly owner: string;

@@ -4,17 +4,20 @@
  * boundary, a full batch claims again at once, the outbox relay runs when the probe saw orphans and
  * otherwise at most once a second on follow-up claims, and stop() wakes a sleeping loop.
  */
-import { ManualClock, sleepOn, type FireEvent, type ShardEpoch } from '@tickwork/domain';
-import type {
-  ClaimPlanner,
-  ClaimRequest,
-  ClaimResult,
-  ClaimedFire,
-  DueProbe,
-  FireRepository,
-} from '@tickwork/store';
+import {
+  ManualClock,
+  sleepOn,
+  type ClaimPlanner,
+  type ClaimRequest,
+  type ClaimResult,
+  type ClaimedFire,
+  type DueProbe,
+  type FireEvent,
+  type ShardEpoch,
+} from '@tickwork/domain';
 import type { FirePublisher } from './fire-publisher';
 import { FireLoop } from './fire-loop';
+import type { ClaimStore, FireOutbox } from './ports';
 import type { ShardOwnership } from './shard-ownership';
 
 const TICK_MS = 1_000;
@@ -95,7 +98,8 @@ function setup(start = 10_000) {
   } as unknown as FirePublisher;
   const ownership = { claimable: () => HELD } as unknown as ShardOwnership;
   const loop = new FireLoop(
-    fires as unknown as FireRepository,
+    fires as unknown as ClaimStore,
+    fires as unknown as FireOutbox,
     ownership,
     publisher,
     (() => {

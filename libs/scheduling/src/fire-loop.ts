@@ -4,22 +4,21 @@
  * between commit and publish leaves outbox rows that the shard's next owner re-publishes.
  */
 import {
+  claimBuilderOf,
   fairShares,
   systemClock,
+  type ClaimBuilder,
+  type ClaimedFire,
+  type ClaimPlanner,
   type Clock,
   type ClockTimer,
+  type DueProbe,
   type TenantTokenBuckets,
 } from '@tickwork/domain';
-import {
-  probeOfShards,
-  type ClaimPlanner,
-  type ClaimedFire,
-  type DueProbe,
-  type FireRepository,
-} from '@tickwork/store';
 import type { FirePublisher } from './fire-publisher';
 import { OnTimeRelease } from './on-time-release';
-import { SharedDueProbe } from './shared-due-probe';
+import type { ClaimStore, FireOutbox } from './ports';
+import { probeOfShards, SharedDueProbe } from './shared-due-probe';
 import type { ShardOwnership } from './shard-ownership';
 
 export interface FireLoopOptions {
@@ -99,16 +98,20 @@ export class FireLoop {
   private readonly dueProbe: SharedDueProbe;
   private readonly release: OnTimeRelease;
   private readonly clock: Clock;
+  /** The domain's claim builder over the planner: what each claim writes. */
+  private readonly build: ClaimBuilder;
 
   constructor(
-    private readonly fires: FireRepository,
+    private readonly fires: ClaimStore,
+    private readonly outbox: FireOutbox,
     private readonly ownership: Pick<ShardOwnership, 'claimable'>,
     private readonly publisher: FirePublisher,
-    private readonly planner: ClaimPlanner,
+    planner: ClaimPlanner,
     private readonly opts: FireLoopOptions,
     private readonly events: FireLoopEvents = {},
   ) {
     this.clock = opts.clock ?? systemClock;
+    this.build = claimBuilderOf(planner);
     this.dueProbe =
       opts.dueProbe ??
       new SharedDueProbe(fires, ownership, {
@@ -179,7 +182,7 @@ export class FireLoop {
       : this.clock.now() - this.lastRelay >= Math.max(this.opts.tickMs, 1_000);
     if (relayNow) {
       this.lastRelay = this.clock.now();
-      const orphaned = await this.fires.pendingFires({
+      const orphaned = await this.outbox.pendingFires({
         owner: this.opts.owner,
         shards,
         minAgeMs: this.opts.relayAgeMs,
@@ -214,7 +217,7 @@ export class FireLoop {
         tenantCaps,
         ...(probe ? { probe } : {}),
       },
-      this.planner,
+      this.build,
     );
     if (buckets && result.fires.length > 0) {
       const perTenant = new Map<string, number>();
@@ -304,7 +307,7 @@ export class FireLoop {
     ackedAtMs?: readonly number[],
   ): Promise<void> {
     // Every fire of these batches was acknowledged: a claim or a relay publishes whole batches.
-    await this.fires.markEnqueued(fires.map((f) => f.batchId));
+    await this.outbox.markEnqueued(fires.map((f) => f.batchId));
     this.events.onEnqueued?.(fires, relayed, ackedAtMs);
   }
 

@@ -1,7 +1,9 @@
+export type { ClaimStore, FireOutbox, ShardLeases, SloStore, BackfillStore, DueBackfillRef } from './ports';
 export { ShardOwnership, type OwnershipEvents } from './shard-ownership';
 export { FirePublisher } from './fire-publisher';
 export { FireLoop, releaseThrough, type FireLoopOptions, type FireLoopEvents } from './fire-loop';
-export { SharedDueProbe, type SharedDueProbeOptions } from './shared-due-probe';
+export { SharedDueProbe, probeOfShards, type SharedDueProbeOptions } from './shared-due-probe';
+export { TracedClaimStore, MeteredClaimStore } from './claim-telemetry';
 export { PauseSweep, type PauseSweepOptions } from './pause-sweep';
 export {
   SloSweeper,
@@ -10,11 +12,5 @@ export {
   type SloSweeperOptions,
   type SloSweeperEvents,
 } from './slo-sweeper';
-export {
-  BackfillRunner,
-  type BackfillRunnerOptions,
-  type BackfillRunnerEvents,
-  type BackfillStore,
-  type DueBackfillRef,
-} from './backfill-runner';
+export { BackfillRunner, type BackfillRunnerOptions, type BackfillRunnerEvents } from './backfill-runner';
 export { claimableAmong, type ClaimableShards } from './shard-subset';

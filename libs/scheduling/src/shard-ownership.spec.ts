@@ -4,7 +4,7 @@
  * renewal that fails fences every shard, and a takeover that fails is tried again with backoff.
  */
 import { ManualClock, type ShardEpoch } from '@tickwork/domain';
-import type { ShardLeaseRepository } from '@tickwork/store';
+import type { ShardLeases } from './ports';
 import { ShardOwnership } from './shard-ownership';
 
 const LEASE_MS = 3_000;
@@ -41,7 +41,7 @@ function setup() {
   const fenced: number[][] = [];
   const errors: string[] = [];
   const ownership = new ShardOwnership(
-    leases as unknown as ShardLeaseRepository,
+    leases as unknown as ShardLeases,
     'sched-a',
     LEASE_MS,
     { onSelfFence: (lost) => fenced.push([...lost]), onError: (e) => errors.push(e.message) },

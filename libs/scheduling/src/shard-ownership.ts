@@ -4,7 +4,7 @@
  * shards whose lease is held; a failed renewal fences this instance at once.
  */
 import { everyOn, sleepOn, systemClock, type Clock, type ShardEpoch } from '@tickwork/domain';
-import type { ShardLeaseRepository } from '@tickwork/store';
+import type { ShardLeases } from './ports';
 
 export interface OwnershipEvents {
   onChange?(held: readonly ShardEpoch[]): void;
@@ -27,7 +27,7 @@ export class ShardOwnership {
   private transition: Promise<void> = Promise.resolve();
 
   constructor(
-    private readonly leases: ShardLeaseRepository,
+    private readonly leases: ShardLeases,
     private readonly owner: string,
     private readonly leaseMs: number,
     private readonly events: OwnershipEvents = {},

@@ -1,5 +1,5 @@
 import type { ShardEpoch } from '@tickwork/domain';
-import type { DueProbe, DueProbeRequest } from '@tickwork/store';
+import type { DueProbe, DueProbeRequest } from '@tickwork/domain';
 import { SharedDueProbe } from './shared-due-probe';
 
 const answer = (held: number[]): DueProbe => ({ now: new Date(), held, due: [], relay: [] });

@@ -3,8 +3,8 @@
  * boundary; the first to ask probes every claimable shard and the others share its answer, so an
  * idle instance costs one statement per tick whatever its lane count.
  */
-import { systemClock, type Clock } from '@tickwork/domain';
-import type { DueProbe, FireRepository } from '@tickwork/store';
+import { systemClock, type Clock, type DueProbe } from '@tickwork/domain';
+import type { ClaimStore } from './ports';
 import type { ShardOwnership } from './shard-ownership';
 
 export interface SharedDueProbeOptions {
@@ -27,7 +27,7 @@ export class SharedDueProbe {
     | undefined;
 
   constructor(
-    private readonly fires: Pick<FireRepository, 'probeDue'>,
+    private readonly fires: Pick<ClaimStore, 'probeDue'>,
     private readonly ownership: Pick<ShardOwnership, 'claimable'>,
     private readonly opts: SharedDueProbeOptions,
   ) {}
@@ -53,4 +53,14 @@ export class SharedDueProbe {
     });
     return probe;
   }
+}
+
+/** The part of a probe that concerns `shards` (a lane's share of an instance-wide probe). */
+export function probeOfShards(probe: DueProbe, shards: ReadonlySet<number>): DueProbe {
+  return {
+    now: probe.now,
+    held: probe.held.filter((s) => shards.has(s)),
+    due: probe.due.filter((d) => shards.has(d.shard)),
+    relay: probe.relay.filter((s) => shards.has(s)),
+  };
 }

@@ -1,6 +1,6 @@
 import type { JobPolicies, Schedule } from '@tickwork/domain';
 import { DEFAULT_POLICIES } from '@tickwork/domain';
-import type { SloCandidate } from '@tickwork/store';
+import type { SloCandidate } from '@tickwork/domain';
 import { deadManSample, judgeCandidate } from './slo-sweeper';
 
 const t = (iso: string) => new Date(iso);

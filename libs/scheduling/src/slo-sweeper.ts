@@ -11,14 +11,12 @@ import {
   missedDeadline,
   nominalIntervalSeconds,
   type FireSloDefaults,
+  type SloCandidate,
+  type SloJudgement,
+  type SloMetricJob,
+  type SloSweepResult,
 } from '@tickwork/domain';
-import type {
-  SloCandidate,
-  SloJudgement,
-  SloMetricJob,
-  SloRepository,
-  SloSweepResult,
-} from '@tickwork/store';
+import type { SloStore } from './ports';
 import type { ShardOwnership } from './shard-ownership';
 
 export interface SloSweeperOptions {
@@ -97,7 +95,7 @@ export class SloSweeper {
   private wake: (() => void) | undefined;
 
   constructor(
-    private readonly repo: SloRepository,
+    private readonly repo: SloStore,
     private readonly ownership: Pick<ShardOwnership, 'claimable'>,
     private readonly opts: SloSweeperOptions,
     private readonly events: SloSweeperEvents = {},

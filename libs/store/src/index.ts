@@ -3,19 +3,7 @@ export { isTransientDatabaseError } from './transient-error';
 export { migrate, listMigrations, type Migration } from './migrate';
 export { dumpFreshSchema, dumpSchema, normaliseSchemaDump, SCHEMA_DUMP_PATH } from './schema-dump';
 export { JobRepository } from './repositories/job.repository';
-export {
-  FireRepository,
-  probeOfShards,
-  type ClaimPlanner,
-  type DueJob,
-  type ClaimRequest,
-  type ClaimResult,
-  type ClaimedFire,
-  type ClaimSkip,
-  type DueProbe,
-  type DueProbeRequest,
-  type DueTenant,
-} from './repositories/fire.repository';
+export { FireStore } from './repositories/fire-store';
 export { ShardLeaseRepository } from './repositories/shard-lease.repository';
 export { ClusterStatsRepository } from './repositories/cluster-stats.repository';
 export { ExecutorLivenessRepository } from './repositories/executor-liveness.repository';
@@ -34,15 +22,7 @@ export { HistoryRepository } from './repositories/history.repository';
 export { traceIdOf } from './repositories/rows';
 export { InsightRepository } from './repositories/insight.repository';
 export { BulkRepository } from './repositories/bulk.repository';
-export {
-  SloRepository,
-  type SloCandidate,
-  type SloJudgement,
-  type SloMetricJob,
-  type SloSweepRequest,
-  type SloSweepResult,
-  type RecordedSloVerdict,
-} from './repositories/slo.repository';
+export { SloRepository } from './repositories/slo.repository';
 export { CalendarRepository } from './repositories/calendar.repository';
 export { JOB_CALENDARS_SQL } from './repositories/calendar-rows';
 export { BackfillRepository, type BackfillStep, type DueBackfill } from './repositories/backfill.repository';

@@ -8,6 +8,7 @@ import type { Pool, PoolClient } from 'pg';
 import {
   ACTIVE_BACKFILL_STATUSES,
   DuplicateCommandError,
+  fireEventSnapshot,
   fireIdOf,
   type AuditEntry,
   type Backfill,
@@ -24,7 +25,6 @@ import {
   type ShardEpoch,
 } from '@tickwork/domain';
 import { inTransaction } from '../database';
-import { fireEventSnapshot } from './fire-snapshot';
 import { insertAudit } from './job.repository';
 import { jobFromRow, JOB_COLUMNS, type JobRow } from './rows';
 

@@ -28,6 +28,9 @@ import {
   type NewJob,
   type PlannedOccurrence,
   type RefusedChange,
+  fireEventFromSnapshot,
+  fireEventSnapshot,
+  type FireEventSnapshot,
 } from '@tickwork/domain';
 import {
   Attr,
@@ -41,8 +44,7 @@ import {
 } from '@tickwork/telemetry';
 import { inTransaction } from '../database';
 import { JOB_COLUMNS, RUN_COLUMNS, jobFromRow, runFromRow, type JobRow, type RunRow } from './rows';
-import { fireEventFromSnapshot, fireEventSnapshot, type FireEventSnapshot } from './fire-snapshot';
-import { isRowDataError } from './fire.repository';
+import { isRowDataError } from '../sql/db';
 
 /** A page's filters look at this many jobs at most: about 20 ms of index scan. */
 export const DEFAULT_LIST_SCAN = 5_000;

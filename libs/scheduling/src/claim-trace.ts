@@ -20,13 +20,15 @@ import {
   type Span,
 } from '@tickwork/telemetry';
 
-/** The spans of one claimDueJobs call, begun once there is something to trace and ended after the commit. */
+/** The spans of one claim attempt, begun once there is something to trace and ended after the commit. */
 export class ClaimTrace {
-  private readonly startedAt = Date.now();
   private claim: Span | undefined;
   private readonly fires: Span[] = [];
 
-  constructor(private readonly shards: number) {}
+  constructor(
+    private readonly shards: number,
+    private readonly startedAt: number,
+  ) {}
 
   /**
    * Starts the spans of a claim that claimed or skipped something; returns, per fire, the trace

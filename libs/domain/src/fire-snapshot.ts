@@ -1,9 +1,15 @@
 /**
  * The fire event as stored in a `fires` row's `event` column, the one format for every fire:
- * claimed ones (built in SQL by FireRepository.claimDueJobs, which must produce these same keys),
- * manual and replayed ones, all re-published from this column by the outbox relay.
+ * claimed, manual, replayed and backfilled ones, all re-published from this column by the outbox
+ * relay. `FireEventSnapshot` is the one definition of its shape: `fireEventSnapshot` encodes it
+ * here, and the claim's statement (libs/store/src/sql/write-claims.ts) projects the same keys from
+ * the values the claim builder bound (fire ids, ISO instants) and the job row's target and payload,
+ * through a map typed against this interface. (The Kafka wire format is another: the Avro codecs
+ * of libs/messaging, fed from schemas/.)
  */
-import { targetFromWire, targetToWire, type FireEvent, type JsonValue } from '@tickwork/domain';
+import { targetFromWire, targetToWire } from './job-wire';
+import type { FireEvent } from './fire';
+import type { JsonValue } from './job';
 
 export interface FireEventSnapshot {
   job_id: string;
@@ -19,7 +25,7 @@ export interface FireEventSnapshot {
   payload: JsonValue;
 }
 
-/** FireEvent → the jsonb stored in fires.event. */
+/** FireEvent → the jsonb stored in fires.event (spread_offset_ms only when not 0). */
 export function fireEventSnapshot(e: FireEvent): FireEventSnapshot {
   return {
     job_id: e.jobId,
