@@ -3,7 +3,9 @@
  * part 3).
  *
  * Brings up two PostgreSQL servers of its own (the embedded binaries, via the fault harness's
- * PrivatePostgres, identically configured) and, one layout after the other, loads `--jobs` jobs
+ * PrivatePostgres, identically configured; not the shared stack's server, so that the two compared
+ * servers are alike, their CPU is theirs alone, and 10M rows never land where other tests run) and,
+ * one layout after the other, loads `--jobs` jobs
  * (default 10,000,000; `--quick`: 1,000,000) across 12 shards into:
  * - one: one database on server A holding all 12 shards;
  * - two: a database on server A holding shards 0-5 and one on server B holding shards 6-11.
