@@ -11,7 +11,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_POLICIES, policiesToWire, scheduleToWire, shardOf, targetToWire } from '@tickwork/domain';
 import { createPool, ensureDatabase, migrate, type Pool } from '@tickwork/store';
-import { dueScanMs } from './due-scan';
+import { dueScanMs } from './due-scan-timer';
 import { boxSpeedMs, describeBoxSpeed } from './box-speed';
 
 const TOTAL = Number(process.env.BENCH_TOTAL ?? 1_000_000);

@@ -66,7 +66,7 @@ export function cpuTicks(pid: number): number {
  * time other VMs took from this one counts as busy (what a workload cost the box); without it,
  * only this box's own processes count (whether anything here is still working).
  */
-function boxTicks(steal = true): number {
+export function boxTicks(steal = true): number {
   try {
     const f = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1).map(Number);
     // user nice system idle iowait irq softirq steal: everything but idle and iowait.

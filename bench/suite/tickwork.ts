@@ -21,7 +21,7 @@ import {
 } from '@tickwork/domain';
 import { createKafkaBus, type MessageConsumer } from '@tickwork/messaging';
 import { createPool, migrate, type Pool } from '@tickwork/store';
-import { dueScanMs } from '../due-scan';
+import { dueScanMs } from '../due-scan-timer';
 import { EXECUTOR_NODE_FLAGS } from '../executor-launch';
 import { config } from './config';
 import {
