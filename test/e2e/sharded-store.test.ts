@@ -138,16 +138,98 @@ describe('a schedule store sharded across two PostgreSQL servers', () => {
     for (const id of ids) expect(seen).toContain(id);
   }, 60_000);
 
-  it('a feature not routed across databases is refused, not answered from one database', async () => {
-    const res = await fetch(`${api.url}/v1/bulk-actions`, {
-      method: 'POST',
+  async function rest(method: string, path: string, body?: unknown) {
+    const res = await fetch(`${api.url}${path}`, {
+      method,
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ action: 'PAUSE', label_selector: 'env=prod', dry_run: true }),
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
-    const body = await res.text();
+    const text = await res.text();
+    return { status: res.status, body: (text ? JSON.parse(text) : null) as Record<string, unknown> };
+  }
+
+  it('pauses by label in both databases, window after window, and counts and samples over both', async () => {
+    const bulkIds = Array.from({ length: 8 }, (_, i) => `bulk-${i}`);
+    expect(new Set(bulkIds.map(databaseOf))).toEqual(new Set([0, 1]));
+    for (const id of bulkIds) {
+      const r = await rest('POST', '/v1/jobs', {
+        job_id: id,
+        tenant_id: 'acme',
+        schedule: { kind: 'cron', expression: '0 0 1 1 *', time_zone: 'UTC' },
+        target: { type: 'webhook', url: receiver.url(`/hook/${id}`), method: 'POST' },
+        labels: { group: 'bulk' },
+      });
+      expect(r.status).toBe(201);
+    }
+    const selector = { action: 'PAUSE', label_selector: 'group=bulk', tenant_id: 'acme' };
+    const dry = await rest('POST', '/v1/bulk-actions', { ...selector, dry_run: true });
+    expect(dry.status).toBe(200);
+    expect(dry.body).toMatchObject({ dry_run: true, matched: 8, sample_job_ids: [...bulkIds].sort() });
+
+    const run = await rest('POST', '/v1/bulk-actions', selector);
+    expect(run.status).toBe(200);
+    expect(run.body).toMatchObject({ action: 'PAUSE', matched: 8, changed: 8, unchanged: 0, failed: 0 });
+    for (const [d, db] of dbs.entries()) {
+      const { rows } = await db.query<{ job_id: string; status: string }>(
+        `SELECT job_id, status FROM jobs WHERE job_id LIKE 'bulk-%' ORDER BY job_id`,
+      );
+      expect(rows.map((r) => r.job_id)).toEqual(bulkIds.filter((id) => databaseOf(id) === d));
+      expect(rows.every((r) => r.status === 'PAUSED')).toBe(true);
+    }
+    const again = await rest('POST', '/v1/bulk-actions', selector);
+    expect(again.body).toMatchObject({ matched: 8, changed: 0, unchanged: 8 });
+  }, 60_000);
+
+  it('backfills a job of the second database there: each planned occurrence fires once', async () => {
+    const jobId = ['backfill-a', 'backfill-b', 'backfill-c', 'backfill-d', 'backfill-e'].find(
+      (id) => databaseOf(id) === 1,
+    )!;
+    expect(jobId).toBeDefined();
+    const created = await rest('POST', '/v1/jobs', {
+      job_id: jobId,
+      tenant_id: 'acme',
+      schedule: { kind: 'cron', expression: '* * * * *', time_zone: 'UTC' },
+      target: { type: 'webhook', url: receiver.url(`/hook/${jobId}`), method: 'POST' },
+    });
+    expect(created.status).toBe(201);
+    // Paused: only the backfill fires it during the test.
+    expect((await rest('POST', `/v1/jobs/${jobId}/pause`)).status).toBe(200);
+    const minute = 60_000;
+    const to = Math.floor(Date.now() / minute) * minute;
+    const window = { from: new Date(to - 4 * minute).toISOString(), to: new Date(to).toISOString() };
+    const run = await rest('POST', `/v1/jobs/${jobId}/backfills`, { ...window, max_per_second: 10 });
+    expect(run.status).toBe(201);
+    const planned = run.body.planned as number;
+    expect(planned).toBeGreaterThanOrEqual(4);
+    const id = run.body.backfill_id as string;
+    const done = await eventually(
+      'the backfill to finish',
+      async () => {
+        const g = await rest('GET', `/v1/jobs/${jobId}/backfills/${id}`);
+        return g.body.status === 'DONE' ? g.body : undefined;
+      },
+      30_000,
+    );
+    expect(done).toMatchObject({ fired: planned, remaining: 0 });
+    // The backfill lives in the job's database only.
+    const [inFirst, inSecond] = await Promise.all(
+      dbs.map((db) => db.query('SELECT 1 FROM backfills WHERE job_id = $1', [jobId])),
+    );
+    expect([inFirst!.rowCount, inSecond!.rowCount]).toEqual([0, 1]);
+    await eventually(
+      'every backfilled occurrence delivered',
+      () => (receiver.calls.filter((c) => c.path === `/hook/${jobId}`).length >= planned ? true : undefined),
+      30_000,
+    );
+    // Once each: no more calls than occurrences.
+    expect(receiver.calls.filter((c) => c.path === `/hook/${jobId}`)).toHaveLength(planned);
+  }, 90_000);
+
+  it('a view not routed across databases is refused, not answered from one database', async () => {
+    const res = await rest('GET', '/v1/lateness?tenant_id=acme');
     expect(res.status).toBeGreaterThanOrEqual(400);
     expect(res.status).toBeLessThan(500);
-    expect(body).toMatch(/TICKWORK_STORE_SHARDS|sharded/);
+    expect(JSON.stringify(res.body)).toMatch(/TICKWORK_STORE_SHARDS|sharded/);
   });
 
   it('writes a business calendar to every database (their claims read it) and routes the jobs naming it', async () => {

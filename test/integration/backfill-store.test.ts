@@ -189,11 +189,11 @@ describe('backfills on PostgreSQL', () => {
     );
     // New fence tokens after the job's last one, each once.
     expect(fired.map((f) => Number(f.fence_token)).sort((x, y) => x - y)).toEqual([3, 4, 5, 6, 7, 8, 9]);
-    const after = await repo.get(b.backfillId);
+    const after = await repo.get(b.jobId, b.backfillId);
     expect(after).toMatchObject({ status: 'DONE', fired: 7, foundRan: 0 });
     expect(after!.startedAt).not.toBeNull();
     expect(after!.finishedAt).not.toBeNull();
-    const items = await repo.items(b.backfillId, 100);
+    const items = await repo.items(b.jobId, b.backfillId, 100);
     expect(items.every((i) => i.state === 'FIRED' && i.fenceToken !== null)).toBe(true);
     // The event carries the occurrence's nominal time.
     const { rows } = await db.pool.query<{ event: { nominal_time: string; fire_id: string } }>(
@@ -227,8 +227,8 @@ describe('backfills on PostgreSQL', () => {
     await drain('sched-a', first, lease!);
     await drain('sched-a', second, lease!);
     expect(await backfillFires('twice')).toHaveLength(10);
-    expect(await repo.get(second.backfillId)).toMatchObject({ status: 'DONE', fired: 0, foundRan: 10 });
-    expect((await repo.items(second.backfillId, 100)).every((i) => i.state === 'ALREADY_RAN')).toBe(true);
+    expect(await repo.get(second.jobId, second.backfillId)).toMatchObject({ status: 'DONE', fired: 0, foundRan: 10 });
+    expect((await repo.items(second.jobId, second.backfillId, 100)).every((i) => i.state === 'ALREADY_RAN')).toBe(true);
   });
 
   it('a scheduler taking a backfill over: the old owner is fenced out, the new one goes on at the next occurrence; nothing twice', async () => {
@@ -257,7 +257,7 @@ describe('backfills on PostgreSQL', () => {
     expect(fired.map((f) => (f.nominal_time.getTime() - T0) / MIN)).toEqual([
       20, 21, 22, 23, 24, 25, 26, 27, 28, 29,
     ]);
-    expect(await repo.get(b.backfillId)).toMatchObject({ fired: 10, foundRan: 0 });
+    expect(await repo.get(b.jobId, b.backfillId)).toMatchObject({ fired: 10, foundRan: 0 });
   });
 
   it('cancel stops further fires; the ones made stay', async () => {
@@ -272,7 +272,7 @@ describe('backfills on PostgreSQL', () => {
       epoch: lease!.epoch,
     };
     await repo.fireNext({ owner: 'sched-a', due, pace: (n) => ({ count: 2, nextAtMs: n }) });
-    const cancelled = await repo.cancel(b.backfillId, 'it', { ...audit, action: 'CancelBackfill' });
+    const cancelled = await repo.cancel(b.jobId, b.backfillId, 'it', { ...audit, action: 'CancelBackfill' });
     expect(cancelled).toMatchObject({ status: 'CANCELLED', fired: 2, cancelledBy: 'it' });
     expect(await repo.fireNext({ owner: 'sched-a', due, pace: all })).toMatchObject({
       fired: [],
@@ -280,7 +280,7 @@ describe('backfills on PostgreSQL', () => {
     });
     expect(await backfillFires('cancel')).toHaveLength(2);
     // Cancelling again changes nothing.
-    expect(await repo.cancel(b.backfillId, 'other', audit)).toMatchObject({
+    expect(await repo.cancel(b.jobId, b.backfillId, 'other', audit)).toMatchObject({
       status: 'CANCELLED',
       cancelledBy: 'it',
     });
@@ -297,7 +297,7 @@ describe('backfills on PostgreSQL', () => {
     const [lease] = await leases.acquire([SHARD], 'sched-a', 30_000);
     const step = await drain('sched-a', b, lease!);
     expect(step.status).toBe('FAILED');
-    expect((await repo.get(b.backfillId))!.failure).toMatch(/gone was deleted/);
+    expect((await repo.get(b.jobId, b.backfillId))!.failure).toMatch(/gone was deleted/);
   });
 
   it('the runner paces fires at max_per_second', async () => {
@@ -317,7 +317,7 @@ describe('backfills on PostgreSQL', () => {
     runner.start();
     try {
       const deadline = Date.now() + 10_000;
-      while ((await repo.get(b.backfillId))!.status !== 'DONE' && Date.now() < deadline)
+      while ((await repo.get(b.jobId, b.backfillId))!.status !== 'DONE' && Date.now() < deadline)
         await new Promise((r) => setTimeout(r, 50));
     } finally {
       await runner.stop();

@@ -155,14 +155,14 @@ export class BackfillService {
   /** One backfill of the job, with its planned occurrences and what became of each. */
   async get(caller: Caller, jobId: string, backfillId: string): Promise<BackfillDetail> {
     const backfill = await this.visibleBackfill(caller, jobId, backfillId);
-    return { backfill, occurrences: await this.backfills.items(backfill.backfillId, DETAIL_OCCURRENCES) };
+    return { backfill, occurrences: await this.backfills.items(jobId, backfill.backfillId, DETAIL_OCCURRENCES) };
   }
 
   /** Cancels a backfill: no fire after this call (those already in the outbox go out). Idempotent; audited. */
   async cancel(caller: Caller, jobId: string, backfillId: string): Promise<Backfill> {
     return this.jobs.audited(caller, 'CancelBackfill', auditJobId(jobId), {}, async (meta) => {
       const b = await this.visibleBackfill(caller, jobId, backfillId);
-      const after = await this.backfills.cancel(b.backfillId, caller.actor, meta.audit);
+      const after = await this.backfills.cancel(jobId, b.backfillId, caller.actor, meta.audit);
       if (!after) throw new NotFoundError(`backfill ${backfillId} of job ${jobId} not found`);
       return after;
     });
@@ -172,7 +172,7 @@ export class BackfillService {
     checkJobId(jobId);
     const problems = backfillIdProblem(backfillId);
     if (problems.length > 0) throw new ValidationError(problems);
-    const b = await this.backfills.get(Number(backfillId));
+    const b = await this.backfills.get(jobId, Number(backfillId));
     if (!b || b.jobId !== jobId || (caller.tenantId !== null && b.tenantId !== caller.tenantId))
       throw new NotFoundError(`backfill ${backfillId} of job ${jobId} not found`);
     return b;

@@ -238,11 +238,12 @@ export interface BackfillStore {
     audit: AuditEntry;
     command?: CommandStamp;
   }): Promise<Backfill>;
-  get(backfillId: number): Promise<Backfill | null>;
+  /** One backfill of the job (null: none of it has this id). The job id also routes a sharded store. */
+  get(jobId: string, backfillId: number): Promise<Backfill | null>;
   /** A job's backfills, newest first, before `beforeId` when given. */
   list(jobId: string, limit: number, beforeId?: number): Promise<Backfill[]>;
-  /** A page of a backfill's planned occurrences, after `afterSeq`. */
-  items(backfillId: number, limit: number, afterSeq?: number): Promise<BackfillItemState[]>;
-  /** Cancels an active backfill, audited; null when there is no such backfill. */
-  cancel(backfillId: number, by: string, audit: AuditEntry): Promise<Backfill | null>;
+  /** A page of one of the job's backfills' planned occurrences, after `afterSeq`. */
+  items(jobId: string, backfillId: number, limit: number, afterSeq?: number): Promise<BackfillItemState[]>;
+  /** Cancels an active backfill of the job, audited; null when it has no such backfill. */
+  cancel(jobId: string, backfillId: number, by: string, audit: AuditEntry): Promise<Backfill | null>;
 }

@@ -206,11 +206,12 @@ export class BackfillRepository {
     });
   }
 
-  /** One backfill, or null. */
-  async get(backfillId: number): Promise<Backfill | null> {
-    const { rows } = await this.pool.query<BackfillRow>('SELECT * FROM backfills WHERE backfill_id = $1', [
-      backfillId,
-    ]);
+  /** One backfill of the job, or null. */
+  async get(jobId: string, backfillId: number): Promise<Backfill | null> {
+    const { rows } = await this.pool.query<BackfillRow>(
+      'SELECT * FROM backfills WHERE backfill_id = $1 AND job_id = $2',
+      [backfillId, jobId],
+    );
     return rows[0] ? backfillFromRow(rows[0]) : null;
   }
 
@@ -225,7 +226,7 @@ export class BackfillRepository {
   }
 
   /** A backfill's planned occurrences in order, after `afterSeq`, at most `limit`. */
-  async items(backfillId: number, limit: number, afterSeq = 0): Promise<BackfillItemState[]> {
+  async items(jobId: string, backfillId: number, limit: number, afterSeq = 0): Promise<BackfillItemState[]> {
     const { rows } = await this.pool.query<{
       seq: number;
       nominal_time: Date;
@@ -234,9 +235,10 @@ export class BackfillRepository {
       state: BackfillItemState['state'];
       fence_token: string | null;
     }>(
-      `SELECT seq, nominal_time, dst_shift_ms, reason, state, fence_token FROM backfill_items
-        WHERE backfill_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
-      [backfillId, afterSeq, limit],
+      `SELECT i.seq, i.nominal_time, i.dst_shift_ms, i.reason, i.state, i.fence_token
+         FROM backfill_items i JOIN backfills b ON b.backfill_id = i.backfill_id
+        WHERE i.backfill_id = $1 AND b.job_id = $4 AND i.seq > $2 ORDER BY i.seq LIMIT $3`,
+      [backfillId, afterSeq, limit, jobId],
     );
     return rows.map((r) => ({
       seq: r.seq,
@@ -253,14 +255,14 @@ export class BackfillRepository {
    * made: the firing step locks the row and checks its status). Returns the backfill as it is
    * after the call: unchanged when it had ended. Audited in the same transaction.
    */
-  async cancel(backfillId: number, by: string, audit: AuditEntry): Promise<Backfill | null> {
+  async cancel(jobId: string, backfillId: number, by: string, audit: AuditEntry): Promise<Backfill | null> {
     return inTransaction(this.pool, async (client) => {
       const { rows } = await client.query<BackfillRow>(
         `UPDATE backfills SET status = 'CANCELLED', cancelled_by = $2, finished_at = now(), updated_at = now()
-          WHERE backfill_id = $1 AND status = ANY($3::text[]) RETURNING *`,
-        [backfillId, by, ACTIVE],
+          WHERE backfill_id = $1 AND job_id = $4 AND status = ANY($3::text[]) RETURNING *`,
+        [backfillId, by, ACTIVE, jobId],
       );
-      const b = rows[0] ? backfillFromRow(rows[0]) : await this.getWith(client, backfillId);
+      const b = rows[0] ? backfillFromRow(rows[0]) : await this.getWith(client, jobId, backfillId);
       if (!b) return null;
       await insertAudit(client, audit, {
         tenantId: b.tenantId,
@@ -272,10 +274,11 @@ export class BackfillRepository {
     });
   }
 
-  private async getWith(client: PoolClient, backfillId: number): Promise<Backfill | null> {
-    const { rows } = await client.query<BackfillRow>('SELECT * FROM backfills WHERE backfill_id = $1', [
-      backfillId,
-    ]);
+  private async getWith(client: PoolClient, jobId: string, backfillId: number): Promise<Backfill | null> {
+    const { rows } = await client.query<BackfillRow>(
+      'SELECT * FROM backfills WHERE backfill_id = $1 AND job_id = $2',
+      [backfillId, jobId],
+    );
     return rows[0] ? backfillFromRow(rows[0]) : null;
   }
 

@@ -14,6 +14,10 @@ import {
   RoutedRunRepository,
 } from './routed-repositories';
 import { RoutedCalendarRepository } from './store-repositories';
+import { BackfillRepository } from '../repositories/backfill.repository';
+import { BulkRepository } from '../repositories/bulk.repository';
+import { RoutedBackfillRepository } from './routed-backfills';
+import { bulkCursorOf, parseBulkCursor, RoutedBulkRepository } from './routed-bulk';
 
 /** The public methods a class's prototype defines (not inherited from Object). */
 function methodsOf(cls: { prototype: object }): string[] {
@@ -23,6 +27,17 @@ function methodsOf(cls: { prototype: object }): string[] {
       typeof Object.getOwnPropertyDescriptor(cls.prototype, name)?.value === 'function',
   );
 }
+
+describe('bulk window cursors over several databases', () => {
+  it('start at the first database, name the database and the last job done there, and refuse foreign ones', () => {
+    expect(parseBulkCursor(null, 2)).toEqual({ database: 0, after: null });
+    expect(parseBulkCursor(bulkCursorOf(1, null), 2)).toEqual({ database: 1, after: null });
+    // A job id may hold the separator itself.
+    expect(parseBulkCursor(bulkCursorOf(0, 'a:b:c'), 2)).toEqual({ database: 0, after: 'a:b:c' });
+    for (const foreign of ['job-17', '2:x', '-1:x', ':x', 'x:y'])
+      expect(() => parseBulkCursor(foreign, 2)).toThrow(/not a bulk window cursor/);
+  });
+});
 
 describe('routed repositories', () => {
   // A method left to the base class would read or write the main database only: for a listing,
@@ -35,6 +50,8 @@ describe('routed repositories', () => {
     ['ShardLeaseRepository', ShardLeaseRepository, RoutedShardLeaseRepository],
     ['ClusterStatsRepository', ClusterStatsRepository, RoutedClusterStatsRepository],
     ['CalendarRepository', CalendarRepository, RoutedCalendarRepository],
+    ['BackfillRepository', BackfillRepository, RoutedBackfillRepository],
+    ['BulkRepository', BulkRepository, RoutedBulkRepository],
   ] as const)('override every method of %s', (_name, base, routed) => {
     const own = new Set(methodsOf(routed));
     const missing = methodsOf(base).filter((m) => !own.has(m) && !NOT_ROUTED[_name]!.includes(m));
@@ -53,5 +70,7 @@ const NOT_ROUTED: Record<string, readonly string[]> = {
   ShardLeaseRepository: [],
   ClusterStatsRepository: [],
   CalendarRepository: [],
+  BackfillRepository: ['getWith'],
+  BulkRepository: [],
   RunRepository: ['isUnavailable', 'beginRound', 'findRunStates'],
 };

@@ -19,6 +19,8 @@ import {
   RoutedHistoryRepository,
   RoutedJobRepository,
 } from './routed-repositories';
+import { RoutedBackfillRepository } from './routed-backfills';
+import { RoutedBulkRepository } from './routed-bulk';
 import type { ShardPools } from './shard-pools';
 
 export interface StoreRepositories {
@@ -49,8 +51,8 @@ export function storeRepositories(pools: ShardPools, main: Pool): StoreRepositor
     jobs: new RoutedJobRepository(pools, main),
     history: new RoutedHistoryRepository(pools, main),
     calendars: new RoutedCalendarRepository(pools),
-    bulk: refusedWhenSharded(new BulkRepository(main), pools, 'a bulk action'),
-    backfills: refusedWhenSharded(new BackfillRepository(main), pools, 'a backfill'),
+    bulk: new RoutedBulkRepository(pools),
+    backfills: new RoutedBackfillRepository(pools),
     insight: refusedWhenSharded(new InsightRepository(main), pools, 'the cluster insight views'),
     clusterStats: new RoutedClusterStatsRepository(pools),
   };
