@@ -42,7 +42,6 @@ export {
   EveryDatabaseLivenessRepository,
   RoutedShardLeaseRepository,
   RoutedClusterStatsRepository,
-  refusedWhenSharded,
   newestDeadLetterFirst,
 } from './sharding/routed-repositories';
 export { storeRepositories, type StoreRepositories } from './sharding/store-repositories';

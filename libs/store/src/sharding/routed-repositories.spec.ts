@@ -17,6 +17,8 @@ import { RoutedCalendarRepository } from './store-repositories';
 import { BackfillRepository } from '../repositories/backfill.repository';
 import { BulkRepository } from '../repositories/bulk.repository';
 import { RoutedBackfillRepository } from './routed-backfills';
+import { InsightRepository } from '../repositories/insight.repository';
+import { RoutedInsightRepository } from './routed-insight';
 import { bulkCursorOf, parseBulkCursor, RoutedBulkRepository } from './routed-bulk';
 
 /** The public methods a class's prototype defines (not inherited from Object). */
@@ -52,6 +54,7 @@ describe('routed repositories', () => {
     ['CalendarRepository', CalendarRepository, RoutedCalendarRepository],
     ['BackfillRepository', BackfillRepository, RoutedBackfillRepository],
     ['BulkRepository', BulkRepository, RoutedBulkRepository],
+    ['InsightRepository', InsightRepository, RoutedInsightRepository],
   ] as const)('override every method of %s', (_name, base, routed) => {
     const own = new Set(methodsOf(routed));
     const missing = methodsOf(base).filter((m) => !own.has(m) && !NOT_ROUTED[_name]!.includes(m));
@@ -72,5 +75,6 @@ const NOT_ROUTED: Record<string, readonly string[]> = {
   CalendarRepository: [],
   BackfillRepository: ['getWith'],
   BulkRepository: [],
+  InsightRepository: [],
   RunRepository: ['isUnavailable', 'beginRound', 'findRunStates'],
 };

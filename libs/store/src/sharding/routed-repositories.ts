@@ -7,7 +7,7 @@
  * left to fall through to the main database: a listing that read one database and answered as if
  * it were all would be silently wrong).
  */
-import { NotShardedError, type FireKey, type ShardEpoch } from '@tickwork/domain';
+import type { FireKey, ShardEpoch } from '@tickwork/domain';
 import type { Pool } from 'pg';
 import type {
   AuditEntry,
@@ -311,21 +311,6 @@ export class RoutedRunRepository extends RunRepository {
   override listRuns(jobId: string, limit: number) {
     return this.of(jobId).listRuns(jobId, limit);
   }
-}
-
-/**
- * A repository whose every method refuses while the store is sharded (features not routed yet,
- * see docs/scale.md): they fail with NotShardedError instead of answering from one database.
- */
-export function refusedWhenSharded<T extends object>(repo: T, pools: ShardPools, what: string): T {
-  if (!pools.sharded) return repo;
-  return new Proxy(repo, {
-    get(target, property, receiver) {
-      const value: unknown = Reflect.get(target, property, receiver);
-      if (typeof value !== 'function') return value;
-      return () => Promise.reject(new NotShardedError(what));
-    },
-  });
 }
 
 /**

@@ -14,13 +14,13 @@ import { InsightRepository } from '../repositories/insight.repository';
 import { JobRepository } from '../repositories/job.repository';
 import { mergeSortedPages } from './merged-pages';
 import {
-  refusedWhenSharded,
   RoutedClusterStatsRepository,
   RoutedHistoryRepository,
   RoutedJobRepository,
 } from './routed-repositories';
 import { RoutedBackfillRepository } from './routed-backfills';
 import { RoutedBulkRepository } from './routed-bulk';
+import { RoutedInsightRepository } from './routed-insight';
 import type { ShardPools } from './shard-pools';
 
 export interface StoreRepositories {
@@ -53,7 +53,7 @@ export function storeRepositories(pools: ShardPools, main: Pool): StoreRepositor
     calendars: new RoutedCalendarRepository(pools),
     bulk: new RoutedBulkRepository(pools),
     backfills: new RoutedBackfillRepository(pools),
-    insight: refusedWhenSharded(new InsightRepository(main), pools, 'the cluster insight views'),
+    insight: new RoutedInsightRepository(pools),
     clusterStats: new RoutedClusterStatsRepository(pools),
   };
 }
