@@ -227,8 +227,14 @@ describe('backfills on PostgreSQL', () => {
     await drain('sched-a', first, lease!);
     await drain('sched-a', second, lease!);
     expect(await backfillFires('twice')).toHaveLength(10);
-    expect(await repo.get(second.jobId, second.backfillId)).toMatchObject({ status: 'DONE', fired: 0, foundRan: 10 });
-    expect((await repo.items(second.jobId, second.backfillId, 100)).every((i) => i.state === 'ALREADY_RAN')).toBe(true);
+    expect(await repo.get(second.jobId, second.backfillId)).toMatchObject({
+      status: 'DONE',
+      fired: 0,
+      foundRan: 10,
+    });
+    expect(
+      (await repo.items(second.jobId, second.backfillId, 100)).every((i) => i.state === 'ALREADY_RAN'),
+    ).toBe(true);
   });
 
   it('a scheduler taking a backfill over: the old owner is fenced out, the new one goes on at the next occurrence; nothing twice', async () => {

@@ -155,7 +155,10 @@ export class BackfillService {
   /** One backfill of the job, with its planned occurrences and what became of each. */
   async get(caller: Caller, jobId: string, backfillId: string): Promise<BackfillDetail> {
     const backfill = await this.visibleBackfill(caller, jobId, backfillId);
-    return { backfill, occurrences: await this.backfills.items(jobId, backfill.backfillId, DETAIL_OCCURRENCES) };
+    return {
+      backfill,
+      occurrences: await this.backfills.items(jobId, backfill.backfillId, DETAIL_OCCURRENCES),
+    };
   }
 
   /** Cancels a backfill: no fire after this call (those already in the outbox go out). Idempotent; audited. */
