@@ -26,26 +26,27 @@ import {
 import { LazyKafkaAdmin, openMessaging, type Messaging } from '@tickwork/runtime';
 import {
   BackfillRunner,
-  claimableAmong,
   FireLoop,
   FirePublisher,
   MeteredClaimStore,
   PauseSweep,
   releaseThrough,
   ShardOwnership,
+  ShardOwnershipByDatabase,
   SharedDueProbe,
   SloSweeper,
   TracedClaimStore,
   deadManSample,
   type ClaimableShards,
   type FireLoopEvents,
+  type OwnershipEvents,
+  type ShardOwner,
 } from '@tickwork/scheduling';
 import {
   BackfillRepository,
   BulkRepository,
   FireStore,
   isSessionLoss,
-  RoutedShardLeaseRepository,
   ShardLeaseRepository,
   SloRepository,
   storeRepositories,
@@ -83,7 +84,7 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
   private messaging: Messaging | undefined;
   private producer: MessageProducer | undefined;
   private consumer: MessageConsumer | undefined;
-  private ownership: ShardOwnership | undefined;
+  private ownership: ShardOwner | undefined;
   /** One fire loop per claim lane (a disjoint subset of the held shards each). */
   private loops: FireLoop[] = [];
   private rejoining = false;
@@ -153,35 +154,45 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
       producer: this.producer,
       log: this.log,
     });
-    this.ownership = new ShardOwnership(
-      // Each shard's lease lives in its own database, beside the rows its claims lock it with.
-      this.shardPools.sharded
-        ? new RoutedShardLeaseRepository(this.shardPools)
-        : new ShardLeaseRepository(this.shardPools.ofShard(0).pool),
-      c.instanceId,
-      c.scheduler.shardLeaseMs,
-      {
-        onChange: (held) => {
-          this.metrics.ownershipChanged(held);
-          this.log.log(`holding shards [${held.map((h) => `${h.shard}@${h.epoch}`).join(', ')}]`);
-        },
-        onSelfFence: (lost) => {
-          this.metrics.selfFenced();
-          this.log.warn(
-            `lease lost for shards [${lost.join(', ')}]: stopped claiming them; rejoining the group`,
-          );
-          void this.rejoin();
-        },
-        onLostWhileAway: (shards) =>
-          this.log.warn(
-            `lease lost for shards [${shards.join(', ')}] while this instance was away; re-acquiring them under a new epoch`,
-          ),
-        onError: (e) => {
-          this.metrics.error('shard-ownership');
-          this.log.error(`shard ownership: ${e.message}`);
-        },
+    const ownershipEvents: OwnershipEvents = {
+      onChange: (held) => {
+        this.metrics.ownershipChanged(held);
+        this.log.log(`holding shards [${held.map((h) => `${h.shard}@${h.epoch}`).join(', ')}]`);
       },
-    );
+      onSelfFence: (lost) => {
+        this.metrics.selfFenced();
+        this.log.warn(
+          `lease lost for shards [${lost.join(', ')}]: stopped claiming them; rejoining the group`,
+        );
+        void this.rejoin();
+      },
+      onLostWhileAway: (shards) =>
+        this.log.warn(
+          `lease lost for shards [${shards.join(', ')}] while this instance was away; re-acquiring them under a new epoch`,
+        ),
+      onError: (e) => {
+        this.metrics.error('shard-ownership');
+        this.log.error(`shard ownership: ${e.message}`);
+      },
+    };
+    // Each shard's lease lives in its own database, beside the rows its claims lock it with; over
+    // several databases each has its own ownership, so one database down fences only its shards.
+    this.ownership = this.shardPools.sharded
+      ? new ShardOwnershipByDatabase(
+          this.shardPools.databases.map((d) => ({
+            shards: d.shards,
+            leases: new ShardLeaseRepository(d.pool),
+          })),
+          c.instanceId,
+          c.scheduler.shardLeaseMs,
+          ownershipEvents,
+        )
+      : new ShardOwnership(
+          new ShardLeaseRepository(this.shardPools.ofShard(0).pool),
+          c.instanceId,
+          c.scheduler.shardLeaseMs,
+          ownershipEvents,
+        );
     this.ownership.start();
     const publisher = new FirePublisher(this.producer, this.messaging.codecs, c.topics.fires);
     const planOptions = {
@@ -202,9 +213,9 @@ export class SchedulerService implements OnApplicationBootstrap, BeforeApplicati
     const ownership = this.ownership;
     // One set of claim lanes and sweeps per database, each over the held shards that database
     // holds: a claim, the outbox relay and a sweep never span databases.
-    const perDatabase = this.shardPools.databases.map((db) => ({
+    const perDatabase = this.shardPools.databases.map((db, index) => ({
       db,
-      held: this.shardPools.sharded ? claimableAmong(ownership, db.shards) : ownership,
+      held: ownership instanceof ShardOwnershipByDatabase ? ownership.of(index) : ownership,
     }));
     for (const { db, held } of perDatabase)
       this.loops.push(...this.fireLoopsOf(db, held, publisher, planner, buckets, release));

@@ -13,4 +13,5 @@ export {
   type SloSweeperEvents,
 } from './slo-sweeper';
 export { BackfillRunner, type BackfillRunnerOptions, type BackfillRunnerEvents } from './backfill-runner';
-export { claimableAmong, type ClaimableShards } from './shard-subset';
+export type { ClaimableShards } from './shard-subset';
+export { ShardOwnershipByDatabase, type LeaseDatabase, type ShardOwner } from './shard-ownership-by-database';

@@ -40,7 +40,6 @@ export {
   RoutedHistoryRepository,
   RoutedRunRepository,
   EveryDatabaseLivenessRepository,
-  RoutedShardLeaseRepository,
   RoutedClusterStatsRepository,
   newestDeadLetterFirst,
 } from './sharding/routed-repositories';

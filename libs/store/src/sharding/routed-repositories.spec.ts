@@ -4,11 +4,9 @@ import { RunRepository } from '../repositories/run.repository';
 import { CalendarRepository } from '../repositories/calendar.repository';
 import { ClusterStatsRepository } from '../repositories/cluster-stats.repository';
 import { ExecutorLivenessRepository } from '../repositories/executor-liveness.repository';
-import { ShardLeaseRepository } from '../repositories/shard-lease.repository';
 import {
   EveryDatabaseLivenessRepository,
   RoutedClusterStatsRepository,
-  RoutedShardLeaseRepository,
   RoutedHistoryRepository,
   RoutedJobRepository,
   RoutedRunRepository,
@@ -49,7 +47,6 @@ describe('routed repositories', () => {
     ['HistoryRepository', HistoryRepository, RoutedHistoryRepository],
     ['RunRepository', RunRepository, RoutedRunRepository],
     ['ExecutorLivenessRepository', ExecutorLivenessRepository, EveryDatabaseLivenessRepository],
-    ['ShardLeaseRepository', ShardLeaseRepository, RoutedShardLeaseRepository],
     ['ClusterStatsRepository', ClusterStatsRepository, RoutedClusterStatsRepository],
     ['CalendarRepository', CalendarRepository, RoutedCalendarRepository],
     ['BackfillRepository', BackfillRepository, RoutedBackfillRepository],
@@ -70,7 +67,6 @@ const NOT_ROUTED: Record<string, readonly string[]> = {
   JobRepository: ['mutateInTransaction'],
   HistoryRepository: [],
   ExecutorLivenessRepository: [],
-  ShardLeaseRepository: [],
   ClusterStatsRepository: [],
   CalendarRepository: [],
   BackfillRepository: ['getWith'],

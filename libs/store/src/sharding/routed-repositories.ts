@@ -7,7 +7,7 @@
  * left to fall through to the main database: a listing that read one database and answered as if
  * it were all would be silently wrong).
  */
-import type { FireKey, ShardEpoch } from '@tickwork/domain';
+import type { FireKey } from '@tickwork/domain';
 import type { Pool } from 'pg';
 import type {
   AuditEntry,
@@ -22,7 +22,6 @@ import { HistoryRepository } from '../repositories/history.repository';
 import { JobRepository, type PgLockedJob } from '../repositories/job.repository';
 import { ClusterStatsRepository } from '../repositories/cluster-stats.repository';
 import { ExecutorLivenessRepository } from '../repositories/executor-liveness.repository';
-import { ShardLeaseRepository } from '../repositories/shard-lease.repository';
 import { RunRepository, type HolderLiveness } from '../repositories/run.repository';
 import type { RecordedRun, RunCompletion, RunStart, UnleasedRun } from '@tickwork/domain';
 import type { FireEvent, JsonValue } from '@tickwork/domain';
@@ -336,57 +335,6 @@ export class EveryDatabaseLivenessRepository extends ExecutorLivenessRepository 
   override async forgetSilent(olderThanMs: number): Promise<number> {
     const counts = await Promise.all(this.each.map((r) => r.forgetSilent(olderThanMs)));
     return counts.reduce((a, b) => a + b, 0);
-  }
-}
-
-/** Shard leases in each shard's own database, so a claim's lease check is local to its database. */
-export class RoutedShardLeaseRepository extends ShardLeaseRepository {
-  private readonly byDatabase: Map<Pool, ShardLeaseRepository>;
-
-  constructor(private readonly pools: ShardPools) {
-    super(pools.databases[0]!.pool);
-    this.byDatabase = new Map(pools.databases.map((d) => [d.pool, new ShardLeaseRepository(d.pool)]));
-  }
-
-  private async split<I, R>(
-    items: readonly I[],
-    shardOfItem: (item: I) => number,
-    work: (repo: ShardLeaseRepository, group: I[]) => Promise<R[]>,
-  ): Promise<R[]> {
-    const groups = this.pools.group(items, shardOfItem);
-    const results = await Promise.all(
-      [...groups].map(([db, group]) => work(this.byDatabase.get(db.pool)!, group)),
-    );
-    return results.flat();
-  }
-
-  override async acquire(shards: readonly number[], owner: string, ttlMs: number): Promise<ShardEpoch[]> {
-    const taken = await this.split(
-      shards,
-      (s) => s,
-      (repo, group) => repo.acquire(group, owner, ttlMs),
-    );
-    return taken.sort((a, b) => a.shard - b.shard);
-  }
-
-  override async renew(held: readonly ShardEpoch[], owner: string, ttlMs: number): Promise<number[]> {
-    const renewed = await this.split(
-      held,
-      (h) => h.shard,
-      (repo, group) => repo.renew(group, owner, ttlMs),
-    );
-    return renewed.sort((a, b) => a - b);
-  }
-
-  override async release(held: readonly ShardEpoch[], owner: string): Promise<void> {
-    await this.split(
-      held,
-      (h) => h.shard,
-      async (repo, group) => {
-        await repo.release(group, owner);
-        return [];
-      },
-    );
   }
 }
 
