@@ -54,8 +54,11 @@ export class CommandCodec {
     const registry = new SchemaRegistry({ host: registryUrl, retry: { retries: 5 } });
     const schema = readCommandSchema();
     const subject = `${commandsTopic}-value`;
-    const { id } = await registry.register({ type: SchemaType.AVRO, schema }, { subject });
+    // Compatibility first: the client refuses to register into a subject whose level differs from
+    // BACKWARD, which a scheduler starting at the same time would otherwise see in between (every
+    // scheduler registers at boot: three started together failed one of them that way).
     await ensureCompatibility(registryUrl, subject, 'BACKWARD');
+    const { id } = await registry.register({ type: SchemaType.AVRO, schema }, { subject });
     return new CommandCodec(registry, JSON.parse(schema) as Record<string, unknown>, id);
   }
 
