@@ -211,9 +211,10 @@ describe('fire SLOs: LATE and MISSED in the occurrence ledger', () => {
     const executorUpAt = Date.now();
     executor = startApp('executor', env, await freePort());
     await executor.ready();
-    const late = await waitFor('slo-late to have a LATE occurrence', async () => {
+    // LATE is judged when the run starts; wait for the run to finish too, or its status may read RUNNING.
+    const late = await waitFor('slo-late to have a LATE occurrence whose run succeeded', async () => {
       const occ = await occurrences('slo-late');
-      return occ.find((o) => o.reason === 'LATE');
+      return occ.find((o) => o.reason === 'LATE' && o.run_status === 'SUCCEEDED');
     });
     expect(late).toMatchObject({
       outcome: 'FIRED',
