@@ -6,6 +6,25 @@
 --
 
 --
+-- Name: freeze_claimed_fire_events(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.freeze_claimed_fire_events() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  UPDATE fires f
+     SET event = jsonb_build_object('target', OLD.target, 'payload', OLD.payload)
+   WHERE f.job_id = OLD.job_id
+     AND f.event IS NULL
+     AND (NOT EXISTS (SELECT 1 FROM job_runs r
+                       WHERE r.job_id = f.job_id AND r.fence_token = f.fence_token
+                         AND r.status IN ('SUCCEEDED', 'SKIPPED'))
+          OR EXISTS (SELECT 1 FROM fire_batches b WHERE b.batch_id = f.batch_id AND b.enqueued_at IS NULL));
+  RETURN NULL;
+END $$;
+
+--
 -- Name: job_runs_take_fire_version(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -251,7 +270,7 @@ CREATE TABLE public.fires (
     trigger text DEFAULT 'SCHEDULE'::text NOT NULL,
     claimed_by text NOT NULL,
     claimed_at timestamp with time zone DEFAULT now() NOT NULL,
-    event jsonb NOT NULL,
+    event jsonb,
     trace_context jsonb,
     batch_id bigint NOT NULL,
     dst_shift_ms integer DEFAULT 0 NOT NULL,
@@ -796,7 +815,7 @@ CREATE INDEX jobs_due_idx ON public.jobs USING btree (shard, tenant_id, next_run
 -- Name: jobs_labels_idx; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX jobs_labels_idx ON public.jobs USING gin (labels jsonb_path_ops);
+CREATE INDEX jobs_labels_idx ON public.jobs USING gin (labels jsonb_path_ops) WHERE (labels <> '{}'::jsonb);
 
 --
 -- Name: jobs_paused_until_idx; Type: INDEX; Schema: public; Owner: -
@@ -863,6 +882,18 @@ CREATE TRIGGER fires_take_job_version BEFORE INSERT ON public.fires FOR EACH ROW
 --
 
 CREATE TRIGGER job_runs_take_fire_version BEFORE INSERT ON public.job_runs FOR EACH ROW EXECUTE FUNCTION public.job_runs_take_fire_version();
+
+--
+-- Name: jobs jobs_freeze_fire_events_on_change; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER jobs_freeze_fire_events_on_change AFTER UPDATE OF target, payload ON public.jobs FOR EACH ROW WHEN (((old.target IS DISTINCT FROM new.target) OR (old.payload IS DISTINCT FROM new.payload))) EXECUTE FUNCTION public.freeze_claimed_fire_events();
+
+--
+-- Name: jobs jobs_freeze_fire_events_on_delete; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER jobs_freeze_fire_events_on_delete AFTER DELETE ON public.jobs FOR EACH ROW EXECUTE FUNCTION public.freeze_claimed_fire_events();
 
 --
 -- Name: occurrence_skips occurrence_skips_take_job_version; Type: TRIGGER; Schema: public; Owner: -

@@ -14,7 +14,6 @@ import {
 } from '@tickwork/store';
 import {
   DEFAULT_POLICIES,
-  fireEventSnapshot,
   planDueOccurrences,
   targetToWire,
   type ClaimPlanner,
@@ -298,12 +297,13 @@ describe('schedule store', () => {
     expect(await fires.pendingFires({ owner: 'heir', shards: [next!], minAgeMs: 0, limit: 10 })).toEqual([]);
   });
 
-  it('stores a claimed fire as the one snapshot encoder writes every fire: its head bound, target and payload from the job row', async () => {
-    await jobs.insertJob({
-      definition: definition('snap-1'),
-      shard: 8,
-      next: dueAt(new Date(Date.now() - 1_000)),
-    });
+  it("stores a claimed fire without a copy of its job's target and payload; the relay rebuilds the published event, with the pair frozen when the job changes or goes", async () => {
+    for (const id of ['snap-1', 'snap-2', 'snap-3'])
+      await jobs.insertJob({
+        definition: definition(id),
+        shard: 8,
+        next: dueAt(new Date(Date.now() - 1_000)),
+      });
     const [l] = await leases.acquire([8], 'snap', 30_000);
     const slot = new Date(Math.floor(Date.now() / 1_000) * 1_000 - 500);
     const claim = await claimWith(
@@ -315,13 +315,73 @@ describe('schedule store', () => {
         next: null,
       }),
     );
-    const event = claim.fires[0]!.event;
-    expect(event.fireId).toBe('snap-1:1');
-    const { rows } = await db.pool.query<{ event: unknown }>(
-      `SELECT event FROM fires WHERE job_id = 'snap-1' AND fence_token = 1`,
+    // dueSince rides as a Kafka header, never in the stored event.
+    const published = new Map(claim.fires.map(({ event: { dueSince: _, ...e } }) => [e.jobId, e]));
+    expect(published.get('snap-1')!.fireId).toBe('snap-1:1');
+    const { rows } = await db.pool.query<{ job_id: string; event: unknown }>(
+      `SELECT job_id, event FROM fires WHERE job_id LIKE 'snap-%' ORDER BY job_id`,
     );
-    expect(rows[0]!.event).toEqual(fireEventSnapshot(event));
-    expect(rows[0]!.event).toMatchObject({ spread_offset_ms: 250, payload: { n: 1 }, fire_id: 'snap-1:1' });
+    expect(rows).toEqual([
+      { job_id: 'snap-1', event: null },
+      { job_id: 'snap-2', event: null },
+      { job_id: 'snap-3', event: null },
+    ]);
+    // snap-2's payload and target change and snap-3 is deleted before the relay reads them: each
+    // keeps what it was claimed with. (By SQL, not the repositories: the trigger sees every path.)
+    await db.pool.query(
+      `UPDATE jobs SET payload = '{"n": 2}', target = jsonb_set(target, '{url}', '"http://127.0.0.1:9/changed"'),
+              version = version + 1 WHERE job_id = 'snap-2'`,
+    );
+    await db.pool.query(`DELETE FROM jobs WHERE job_id = 'snap-3'`);
+    const frozen = await db.pool.query<{ job_id: string; event: unknown }>(
+      `SELECT job_id, event FROM fires WHERE job_id LIKE 'snap-%' AND event IS NOT NULL ORDER BY job_id`,
+    );
+    expect(frozen.rows.map((r) => r.job_id)).toEqual(['snap-2', 'snap-3']);
+    expect(frozen.rows[0]!.event).toEqual({
+      target: targetToWire(published.get('snap-2')!.target),
+      payload: published.get('snap-2')!.payload,
+    });
+    const relayed = await fires.pendingFires({ owner: 'snap', shards: [l!], minAgeMs: 0, limit: 10 });
+    expect(new Map(relayed.map((f) => [f.event.jobId, f.event]))).toEqual(published);
+    expect(published.get('snap-1')).toMatchObject({ spreadOffsetMs: 250, payload: { n: 1 }, attempt: 1 });
+  });
+
+  it("keeps a dead letter's event as claimed when its job changes after the batch went out, and freezes no fire that ran", async () => {
+    for (const id of ['dl-1', 'dl-2'])
+      await jobs.insertJob({
+        definition: definition(id),
+        shard: 9,
+        next: dueAt(new Date(Date.now() - 1_000)),
+      });
+    const [l] = await leases.acquire([9], 'dl', 30_000);
+    const claim = await claimWith(fires, { owner: 'dl', shards: [l!], limit: 10, lookaheadMs: 0 }, fireOnce);
+    expect(claim.fires).toHaveLength(2);
+    await fires.markEnqueued(claim.fires.map((f) => f.batchId));
+    // dl-1's fire was dead-lettered, dl-2's succeeded.
+    for (const [id, status] of [
+      ['dl-1', 'DEAD_LETTERED'],
+      ['dl-2', 'SUCCEEDED'],
+    ])
+      await db.pool.query(
+        `INSERT INTO job_runs (job_id, fence_token, tenant_id, fire_id, nominal_time, scheduled_for, status, finished_at)
+         VALUES ($1::text, 1, 'acme', $1::text || ':1', now(), now(), $2, now())`,
+        [id, status],
+      );
+    await db.pool.query(
+      `UPDATE jobs SET payload = '{"n": 99}', version = version + 1 WHERE job_id LIKE 'dl-%'`,
+    );
+    const { rows } = await db.pool.query<{ job_id: string; event: unknown }>(
+      `SELECT job_id, event FROM fires WHERE job_id LIKE 'dl-%' ORDER BY job_id`,
+    );
+    expect(rows.map((r) => [r.job_id, (r.event as { payload?: unknown } | null)?.payload ?? null])).toEqual([
+      ['dl-1', { n: 1 }],
+      ['dl-2', null],
+    ]);
+    const meta = {
+      audit: { actor: 'test', role: 'admin', via: 'rest', action: 'ReplayDeadLetter' },
+    } as const;
+    const dead = await jobs.mutate('dl-1', meta, (_job, tx) => tx.deadLetter(1));
+    expect(dead!.event).toMatchObject({ fireId: 'dl-1:1', payload: { n: 1 }, attempt: 1 });
   });
 
   it('relays a batch claimed ahead only once it is the relay age past its release time, and counts it as pending, not overdue', async () => {

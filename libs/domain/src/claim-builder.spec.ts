@@ -9,7 +9,8 @@ import {
 } from './claim-builder';
 import type { DueOccurrencePlan } from './claim-planner';
 import { planDueOccurrences } from './claim-planner';
-import { fireEventSnapshot, fireEventFromSnapshot } from './fire-snapshot';
+import { fireEventOfRow } from './fire-snapshot';
+import { targetToWire } from './job-wire';
 import type { ClaimableJob } from './job';
 import { DEFAULT_POLICIES } from './policies';
 
@@ -219,7 +220,7 @@ describe('buildClaim', () => {
 });
 
 describe('claimColumns', () => {
-  it('lays a group out as one array per bound column, fires in job order, with their fire ids', () => {
+  it('lays a group out as one array per bound column, fires in job order, from which each event is rebuilt', () => {
     const a = jobClaimOf(
       job,
       plan({ fires: [once('2026-01-01T00:01:00Z')], next: once('2026-01-01T00:02:00Z') }),
@@ -257,10 +258,24 @@ describe('claimColumns', () => {
     expect(c.fires.spread).toEqual([0, 0, 5]);
     expect(c.fires.trace).toEqual([null, '{"traceparent":"00-a-b-01"}', null]);
     expect(c.skips.reason).toEqual(['COALESCED']);
-    expect(c.fires.fireId).toEqual(['j1:42', 'j2:1', 'j2:2']);
-    // What the store projects from these columns is the snapshot every fire is stored as.
-    const event = b.fires[1]!.event;
-    expect(fireEventFromSnapshot(fireEventSnapshot(event))).toEqual(event);
+    // A claimed fire stores no event: its columns and its job's target and payload rebuild the
+    // very event the claim publishes (as the relay and a dead-letter replay read it back).
+    const stored = c.fires.jobId.map((jobId, i) =>
+      fireEventOfRow(
+        {
+          job_id: jobId,
+          tenant_id: job.tenantId,
+          fence_token: c.fires.token[i]!,
+          scheduled_for: new Date(c.fires.scheduled[i]!),
+          nominal_time: new Date(c.fires.nominal[i]!),
+          spread_offset_ms: c.fires.spread[i]!,
+        },
+        null,
+        { target: targetToWire(job.target), payload: job.payload },
+      ),
+    );
+    expect(stored).toEqual([...a.fires, ...b.fires].map((f) => f.event));
+    expect(stored.map((e) => e.fireId)).toEqual(['j1:42', 'j2:1', 'j2:2']);
   });
 });
 

@@ -167,8 +167,6 @@ export interface ClaimColumns {
     readonly spread: number[];
     readonly calendarShift: number[];
     readonly calendar: (string | null)[];
-    /** fireIdOf each fire (its stored event's fire_id). */
-    readonly fireId: string[];
   };
   readonly skips: {
     readonly jobId: string[];
@@ -196,7 +194,6 @@ export function claimColumns(group: readonly JobClaim[]): ClaimColumns {
       spread: [],
       calendarShift: [],
       calendar: [],
-      fireId: [],
     },
     skips: { jobId: [], tenantId: [], reason: [], first: [], last: [], count: [], calendar: [] },
   };
@@ -221,7 +218,6 @@ export function claimColumns(group: readonly JobClaim[]): ClaimColumns {
       f.spread.push(r.spread);
       f.calendarShift.push(r.calendarShift);
       f.calendar.push(r.calendar);
-      f.fireId.push(w.fires[i]!.event.fireId);
     });
     const k = c.skips;
     for (const s of w.skipRows) {

@@ -28,9 +28,11 @@ import {
   type NewJob,
   type PlannedOccurrence,
   type RefusedChange,
-  fireEventFromSnapshot,
+  fireEventOfRow,
   fireEventSnapshot,
+  type FireColumns,
   type FireEventSnapshot,
+  type FrozenTarget,
 } from '@tickwork/domain';
 import {
   Attr,
@@ -520,11 +522,24 @@ export class PgLockedJob {
 
   async deadLetter(fenceToken: number): Promise<DeadLetterRecord | null> {
     const { rows } = await this.client.query<
-      RunRow & { event: FireEventSnapshot | null; replay_fence_token: number | null }
+      RunRow & {
+        event: FireEventSnapshot | FrozenTarget | null;
+        fire: FireColumns | null;
+        job: FrozenTarget | null;
+        replay_fence_token: number | null;
+      }
     >(
+      // The fire's event: stored whole, or its columns with the target and payload frozen when
+      // the job changed, or else the job's own (fireEventOfRow).
       `SELECT ${RUN_COLUMNS.split(', ')
         .map((c) => `r.${c}`)
-        .join(', ')}, f.event, d.replay_fence_token
+        .join(', ')}, f.event, d.replay_fence_token,
+              CASE WHEN f.job_id IS NOT NULL THEN json_build_object(
+                'job_id', f.job_id, 'tenant_id', f.tenant_id, 'fence_token', f.fence_token,
+                'scheduled_for', f.scheduled_for, 'nominal_time', f.nominal_time,
+                'spread_offset_ms', f.spread_offset_ms) END AS fire,
+              (SELECT json_build_object('target', j.target, 'payload', j.payload)
+                 FROM jobs j WHERE j.job_id = r.job_id AND f.event IS NULL) AS job
          FROM job_runs r
          LEFT JOIN fires f ON f.job_id = r.job_id AND f.fence_token = r.fence_token
          LEFT JOIN dead_letter_replays d ON d.job_id = r.job_id AND d.fence_token = r.fence_token
@@ -533,9 +548,17 @@ export class PgLockedJob {
     );
     const row = rows[0];
     if (!row) return null;
+    const fire = row.fire
+      ? {
+          ...row.fire,
+          scheduled_for: new Date(row.fire.scheduled_for),
+          nominal_time: new Date(row.fire.nominal_time),
+        }
+      : null;
     return {
       run: runFromRow(row),
-      event: row.event ? fireEventFromSnapshot(row.event) : null,
+      // Without the fire row (purged) or anything to rebuild it from, there is no event to replay.
+      event: fire && (row.event || row.job) ? fireEventOfRow(fire, row.event, row.job) : null,
       replayFenceToken: row.replay_fence_token,
     };
   }

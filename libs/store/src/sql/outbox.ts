@@ -3,9 +3,12 @@
  * fire of them; batches left unconfirmed past their release time are relayed by the shard's owner.
  */
 import {
-  fireEventFromSnapshot,
+  fireEventOfRow,
   type ClaimedFire,
+  type FireColumns,
   type FireEventSnapshot,
+  type FrozenTarget,
+  type JsonValue,
   type PendingFiresRequest,
 } from '@tickwork/domain';
 import { bindTraceContext, type TraceCarrier } from '@tickwork/telemetry';
@@ -31,10 +34,18 @@ const PENDING_FIRES = `WITH pending AS (
      -- claimed batch is orphaned once it is the relay age past its release time.
      AND (b.trigger <> 'SCHEDULE' OR b.release_at <= now() - make_interval(secs => $4::double precision / 1000))
 )
-SELECT f.shard, f.batch_id, f.event, f.trace_context
+SELECT f.shard, f.batch_id, f.event, f.trace_context,
+       f.job_id, f.tenant_id, f.fence_token, f.scheduled_for, f.nominal_time, f.spread_offset_ms,
+       -- A claimed fire's event is its columns and its job's target and payload (fireEventOfRow).
+       j.target, j.payload
   FROM pending p
   JOIN fires f ON f.batch_id = p.batch_id
+  LEFT JOIN jobs j ON f.event IS NULL AND j.job_id = f.job_id
  WHERE p.before < $5
+   -- A claimed fire whose job vanished without the freeze trigger (a TRUNCATE, or triggers turned
+   -- off by hand) has no target left to send to: it is left out, and its batch confirmed with the
+   -- rest, rather than stall this shard's relay for good.
+   AND (f.event IS NOT NULL OR j.job_id IS NOT NULL)
  ORDER BY p.claimed_at, p.batch_id`;
 
 /**
@@ -44,12 +55,16 @@ SELECT f.shard, f.batch_id, f.event, f.trace_context
  * batches only, up to about `limit` fires (at least one batch), without the `exclude`d batches.
  */
 export async function pendingFires(db: Db, req: PendingFiresRequest): Promise<ClaimedFire[]> {
-  const { rows } = await db.query<{
-    shard: number;
-    batch_id: string;
-    event: FireEventSnapshot;
-    trace_context: TraceCarrier | null;
-  }>(PENDING_FIRES, [
+  const { rows } = await db.query<
+    FireColumns & {
+      shard: number;
+      batch_id: string;
+      event: FireEventSnapshot | FrozenTarget | null;
+      trace_context: TraceCarrier | null;
+      target: FrozenTarget['target'] | null;
+      payload: JsonValue;
+    }
+  >(PENDING_FIRES, [
     req.shards.map((s) => s.shard),
     req.shards.map((s) => s.epoch),
     req.owner,
@@ -58,7 +73,7 @@ export async function pendingFires(db: Db, req: PendingFiresRequest): Promise<Cl
     req.exclude ?? [],
   ]);
   return rows.map((r) => {
-    const event = fireEventFromSnapshot(r.event);
+    const event = fireEventOfRow(r, r.event, r.target ? { target: r.target, payload: r.payload } : null);
     // A relayed fire is published under the trace it was claimed in.
     bindTraceContext(event, r.trace_context ?? undefined);
     return { shard: r.shard, batchId: Number(r.batch_id), event };
