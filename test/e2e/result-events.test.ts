@@ -12,6 +12,7 @@ import { EventCodecs } from '@tickwork/messaging';
 import { startApp, type AppProcess } from '../support/apps';
 import { eventually, freePort, isolate, STACK, type Isolation } from '../support/env';
 import { testKafkaBus, TopicTap } from '../support/kafka';
+import { AdminTestClient, type Msg } from '../support/admin-client';
 import { contractFetch } from '../support/openapi';
 import { executorEnv, ScriptedReceiver } from './executor-harness';
 
@@ -34,6 +35,7 @@ describe('policies.result_events: which results reach the fire-results topic', (
   let executor: AppProcess;
   let db: Client;
   let apiFetch: typeof fetch;
+  let grpc: AdminTestClient;
 
   beforeAll(async () => {
     iso = isolate('resultevents');
@@ -49,10 +51,11 @@ describe('policies.result_events: which results reach the fire-results topic', (
     } finally {
       await admin.disconnect();
     }
+    const grpcPort = await freePort();
     const env = iso.env({
       ...executorEnv(),
       TICKWORK_TICK_MS: '100',
-      TICKWORK_GRPC_PORT: String(await freePort()),
+      TICKWORK_GRPC_PORT: String(grpcPort),
     });
     api = startApp('api', env, await freePort());
     await api.ready();
@@ -63,9 +66,11 @@ describe('policies.result_events: which results reach the fire-results topic', (
     await Promise.all([scheduler.ready(), executor.ready()]);
     db = new Client({ connectionString: iso.databaseUrl });
     await db.connect();
+    grpc = new AdminTestClient(`127.0.0.1:${grpcPort}`);
   }, 120_000);
 
   afterAll(async () => {
+    grpc?.close();
     await Promise.all(apps.map((a) => a.stop()));
     await db?.end();
     await receiver?.stop();
@@ -175,5 +180,29 @@ describe('policies.result_events: which results reach the fire-results topic', (
     } finally {
       await tap.close();
     }
+  });
+
+  it('gRPC writes and reads result_events as the ResultEvents enum (unspecified = ALL)', async () => {
+    const job = (jobId: string, policies: Msg): Msg => ({
+      job_id: jobId,
+      tenant_id: 'acme',
+      schedule: { once: { at: { seconds: Math.floor(Date.now() / 1000) + 86_400 } } },
+      target: { webhook: { url: receiver.url('/later') } },
+      policies,
+    });
+    await grpc.ok('CreateJob', { job: job(`grpc-none-${iso.id}`, { result_events: 'RESULT_EVENTS_NONE' }) });
+    await grpc.ok('CreateJob', { job: job(`grpc-default-${iso.id}`, {}) });
+    const stored = await db.query<{ job_id: string; result_events: string | null }>(
+      `SELECT job_id, policies ->> 'result_events' AS result_events FROM jobs WHERE job_id LIKE 'grpc-%' ORDER BY job_id`,
+    );
+    expect(stored.rows).toEqual([
+      { job_id: `grpc-default-${iso.id}`, result_events: null },
+      { job_id: `grpc-none-${iso.id}`, result_events: 'NONE' },
+    ]);
+    const read = async (jobId: string) =>
+      ((await grpc.ok('GetJob', { job_id: jobId })).policies as Msg).result_events;
+    expect(await read(`grpc-none-${iso.id}`)).toBe('RESULT_EVENTS_NONE');
+    expect(await read(`grpc-default-${iso.id}`)).toBe('RESULT_EVENTS_ALL');
+    expect(await read(`re-failures-${iso.id}`)).toBe('RESULT_EVENTS_FAILURES');
   });
 });
