@@ -734,7 +734,9 @@ export function policiesFromWire(w: Record<string, unknown>): JobPolicies {
           calendarRule: (w.calendar_rule ?? 'SKIP') as CalendarRule,
         }
       : {}),
-    ...(w.result_events === 'FAILURES' || w.result_events === 'NONE' ? { resultEvents: w.result_events } : {}),
+    ...(w.result_events === 'FAILURES' || w.result_events === 'NONE'
+      ? { resultEvents: w.result_events }
+      : {}),
   };
 }
 

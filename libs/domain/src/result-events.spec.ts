@@ -3,7 +3,10 @@ import { DEFAULT_POLICIES, shouldPublishResult, type ResultEventsPolicy } from '
 import type { FireOutcome } from './fire';
 
 const ctx = { now: new Date('2026-12-01T00:00:00Z'), limits: DEFAULT_JOB_LIMITS, newJobId: () => 'job-1' };
-const base = { schedule: { kind: 'interval', every_ms: 60_000 }, target: { type: 'webhook', url: 'https://x.test/h' } };
+const base = {
+  schedule: { kind: 'interval', every_ms: 60_000 },
+  target: { type: 'webhook', url: 'https://x.test/h' },
+};
 const parse = (policies: unknown) => parseJobDefinition({ ...base, policies }, ctx);
 
 describe('policies.result_events', () => {
@@ -32,19 +35,22 @@ describe('policies.result_events', () => {
     expect(parsed.ok && parsed.value.policies.resultEvents).toBeUndefined();
   });
 
-  it.each([['SOME'], ['all'], [3], [true], [['ALL']]])('refuses %p, naming policies.result_events', (value) => {
-    const parsed = parse({ result_events: value });
-    expect(parsed.ok).toBe(false);
-    if (parsed.ok) return;
-    expect(parsed.violations).toEqual([
-      { field: 'policies.result_events', message: 'must be one of ALL, FAILURES, NONE' },
-    ]);
-  });
+  it.each([['SOME'], ['all'], [3], [true], [['ALL']]])(
+    'refuses %p, naming policies.result_events',
+    (value) => {
+      const parsed = parse({ result_events: value });
+      expect(parsed.ok).toBe(false);
+      if (parsed.ok) return;
+      expect(parsed.violations).toEqual([
+        { field: 'policies.result_events', message: 'must be one of ALL, FAILURES, NONE' },
+      ]);
+    },
+  );
 
   it('reads unknown stored values as ALL (publishing is the safe side)', () => {
-    expect(policiesFromWire({ ...policiesToWire(DEFAULT_POLICIES), result_events: 'bogus' }).resultEvents).toBe(
-      undefined,
-    );
+    expect(
+      policiesFromWire({ ...policiesToWire(DEFAULT_POLICIES), result_events: 'bogus' }).resultEvents,
+    ).toBe(undefined);
   });
 });
 
