@@ -2447,6 +2447,44 @@ describe('bad input over REST, gRPC and Kafka commands: a 4xx naming the field, 
       field,
     });
 
+  // ---------- policies.result_events ----------
+  add({
+    name: 'POST /v1/jobs: result_events SOMETIMES',
+    via: 'rest',
+    send: rest('POST', '/v1/jobs', { body: webhookJob({ policies: { result_events: 'SOMETIMES' } }) }),
+    status: 400,
+    field: 'policies.result_events',
+    audited: 'CreateJob',
+  });
+  addInvalidGrpc([
+    [
+      'result_events 99',
+      'CreateJob',
+      { job: protoJob({ policies: { result_events: 99 } }) },
+      'job.policies.result_events',
+      'CreateJob',
+    ],
+  ]);
+  add({
+    name: 'UPSERT: result_events SOMETIMES',
+    via: 'kafka',
+    send: kafkaCommand(() =>
+      command('UPSERT', 'k-result-events', {
+        ...avroJob(),
+        policies: {
+          misfire: 'FIRE_ONCE',
+          catch_up_window_ms: null,
+          overlap: 'ALLOW',
+          jitter_ms: 0,
+          retry: null,
+          result_events: 'SOMETIMES',
+        },
+      }),
+    ),
+    status: 'INVALID_JOB',
+    field: 'job.policies.result_events',
+  });
+
   it(`has a case for every class (${cases.length} cases)`, () => {
     expect(cases.length).toBeGreaterThan(200);
     expect(new Set(cases.map((c) => `${c.via} ${c.name}`)).size).toBe(cases.length);

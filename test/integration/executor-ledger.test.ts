@@ -39,6 +39,42 @@ describe('run ledger for the executor', () => {
     expect(gone).toMatchObject({ action: 'execute', retryPolicy: null });
   });
 
+  it("reads the job's result_events policy with the lease, on a skip, and in an unleased record", async () => {
+    await insertJob(db.pool, 're-fail', target, { ...quickRetry(), resultEvents: 'FAILURES' });
+    await insertJob(db.pool, 're-none', target, { ...quickRetry(), resultEvents: 'NONE' });
+    await insertJob(db.pool, 're-all', target);
+    const started = await begin(fireOf('re-fail', target));
+    expect(started).toMatchObject({ action: 'execute', resultEvents: 'FAILURES' });
+    expect(await begin(fireOf('re-all', target))).not.toHaveProperty('resultEvents');
+    // A skipped delivery (the run leased elsewhere) carries it too, for a re-published result.
+    expect(await begin(fireOf('re-fail', target), 'exec-b')).toMatchObject({
+      action: 'skip',
+      reason: 'LEASE_HELD',
+      resultEvents: 'FAILURES',
+    });
+    // An unleased record reads it in its insert; a job gone meanwhile reads as none (ALL).
+    const unleased = (jobId: string) => ({
+      fire: fireOf(jobId, target, { fenceToken: 2 }),
+      owner: 'exec-a',
+      durationMs: 3,
+      httpStatus: null,
+      leaseToken: issueLeaseToken(newLeaseIssuer()),
+    });
+    const recorded = await runs.recordUnleasedRuns([
+      unleased('re-none'),
+      unleased('re-all'),
+      unleased('re-gone'),
+    ]);
+    expect(recorded.map((r) => r?.resultEvents)).toEqual(['NONE', undefined, undefined]);
+    expect(recorded.every((r) => r !== null)).toBe(true);
+    // Tried again after a lost answer, the row it stored reads the policy the same way.
+    const own = { ...unleased('re-none'), fire: fireOf('re-none', target, { fenceToken: 3 }) };
+    await runs.recordUnleasedRuns([own]);
+    expect((await runs.recordUnleasedRuns([{ ...own, retried: true }]))[0]).toMatchObject({
+      resultEvents: 'NONE',
+    });
+  });
+
   it('lets only a later attempt take a RETRYING run, and hands the retry off once', async () => {
     await insertJob(db.pool, 'retry-1', target);
     const fire = fireOf('retry-1', target);

@@ -131,6 +131,7 @@ function policiesToProto(raw: unknown): Msg {
     spread_ms: p.spread_ms,
     calendars: p.calendars,
     calendar_rule: enumOf(p.calendar_rule, 'CALENDAR_RULE_'),
+    result_events: enumOf(p.result_events, 'RESULT_EVENTS_'),
     retry: p.retry === undefined ? undefined : obj(p.retry, 'policies.retry'),
   });
 }

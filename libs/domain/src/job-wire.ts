@@ -8,6 +8,7 @@ import {
   MAX_RETRY_BACKOFF_MS,
   MISFIRE_POLICIES,
   OVERLAP_POLICIES,
+  RESULT_EVENTS_POLICIES,
   type JobPolicies,
   type RetryPolicy,
 } from './policies';
@@ -323,6 +324,7 @@ function parsePolicies(
       'slo_metrics',
       'calendars',
       'calendar_rule',
+      'result_events',
     ],
     'policies',
   );
@@ -343,6 +345,7 @@ function parsePolicies(
   const sloMetrics = r.boolean(p.slo_metrics, 'slo_metrics', false);
   const calendars = parseCalendarNames(p.calendars, r);
   const calendarRule = r.oneOf(p.calendar_rule, 'calendar_rule', CALENDAR_RULES, 'SKIP');
+  const resultEvents = r.oneOf(p.result_events, 'result_events', RESULT_EVENTS_POLICIES, 'ALL');
   root.adopt(r);
   if (
     !retry ||
@@ -354,7 +357,8 @@ function parsePolicies(
     toleranceMs === undefined ||
     sloMetrics === undefined ||
     calendars === undefined ||
-    !calendarRule
+    !calendarRule ||
+    !resultEvents
   )
     return undefined;
   return {
@@ -367,6 +371,7 @@ function parsePolicies(
     ...(toleranceMs !== null ? { toleranceMs } : {}),
     ...(sloMetrics ? { sloMetrics } : {}),
     ...(calendars.length > 0 ? { calendars, calendarRule } : {}),
+    ...(resultEvents !== 'ALL' ? { resultEvents } : {}),
   };
 }
 
@@ -700,6 +705,8 @@ export function policiesToWire(p: JobPolicies): Record<string, JsonValue> {
     ...(p.calendars && p.calendars.length > 0
       ? { calendars: [...p.calendars], calendar_rule: p.calendarRule ?? 'SKIP' }
       : {}),
+    // Written only when not ALL (the default), so jobs that publish every result read as before.
+    ...(p.resultEvents && p.resultEvents !== 'ALL' ? { result_events: p.resultEvents } : {}),
   };
 }
 
@@ -726,6 +733,9 @@ export function policiesFromWire(w: Record<string, unknown>): JobPolicies {
           calendars: w.calendars as string[],
           calendarRule: (w.calendar_rule ?? 'SKIP') as CalendarRule,
         }
+      : {}),
+    ...(w.result_events === 'FAILURES' || w.result_events === 'NONE'
+      ? { resultEvents: w.result_events }
       : {}),
   };
 }

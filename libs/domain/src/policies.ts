@@ -1,4 +1,5 @@
 /** Per-job policies: what to do about retries, missed fires, overlapping runs and herds. */
+import type { FireOutcome } from './fire';
 import type { CalendarRule } from './schedule/business-calendar';
 
 export type MisfirePolicy = 'FIRE_ONCE' | 'FIRE_ALL' | 'SKIP';
@@ -6,6 +7,20 @@ export const MISFIRE_POLICIES: readonly MisfirePolicy[] = ['FIRE_ONCE', 'FIRE_AL
 
 export type OverlapPolicy = 'ALLOW' | 'FORBID';
 export const OVERLAP_POLICIES: readonly OverlapPolicy[] = ['ALLOW', 'FORBID'];
+
+/**
+ * Which attempts' outcomes go to the fire-results topic: ALL; FAILURES, every outcome but
+ * SUCCEEDED (a failed attempt that will be retried is RETRYING, its last one DEAD_LETTERED); NONE.
+ */
+export type ResultEventsPolicy = 'ALL' | 'FAILURES' | 'NONE';
+export const RESULT_EVENTS_POLICIES: readonly ResultEventsPolicy[] = ['ALL', 'FAILURES', 'NONE'];
+
+/** Whether an attempt with this outcome is published under the job's result_events policy (absent: ALL). */
+export function shouldPublishResult(policy: ResultEventsPolicy | undefined, outcome: FireOutcome): boolean {
+  if (policy === 'NONE') return false;
+  if (policy === 'FAILURES') return outcome !== 'SUCCEEDED';
+  return true;
+}
 
 /** Exponential backoff with full jitter; gives up after maxAttempts or when the fire is older than maxEventAgeMs. */
 export interface RetryPolicy {
@@ -47,6 +62,8 @@ export interface JobPolicies {
   readonly calendars?: readonly string[];
   /** What an occurrence on a closed day does (with calendars): SKIP, NEXT/PREVIOUS_BUSINESS_DAY, ONLY_CLOSED_DAYS. */
   readonly calendarRule?: CalendarRule;
+  /** Which outcomes the executor publishes to fire-results (shouldPublishResult); absent = ALL. */
+  readonly resultEvents?: ResultEventsPolicy;
 }
 
 /** Longest accepted retry backoff (initial or max): 7 days. */

@@ -3,7 +3,7 @@
  * (libs/execution's RunLedger port; libs/store's RunRepository implements it).
  */
 import type { FireEvent } from './fire';
-import type { RetryPolicy } from './policies';
+import type { ResultEventsPolicy, RetryPolicy } from './policies';
 import type { Run, RunStatus } from './run';
 
 /**
@@ -45,6 +45,8 @@ export type RunStart =
       readonly attempt: number;
       /** The job's retry policy now, or null when the job no longer exists. */
       readonly retryPolicy: RetryPolicy | null;
+      /** The job's result_events policy now (read with retryPolicy); absent = ALL, as for a deleted job. */
+      readonly resultEvents?: ResultEventsPolicy;
     }
   | {
       readonly action: 'skip';
@@ -52,6 +54,8 @@ export type RunStart =
       readonly reason: 'ALREADY_FINAL' | 'LEASE_HELD' | 'RETRY_SCHEDULED';
       readonly status: RunStatus;
       readonly run: RunState | null;
+      /** The job's result_events policy now, for a re-published result; absent = ALL. */
+      readonly resultEvents?: ResultEventsPolicy;
     };
 
 /** The outcome of an attempt, as recorded under its lease. */
@@ -77,6 +81,11 @@ export interface RunCompletion {
 export interface RecordedRun {
   readonly startedAt: Date;
   readonly finishedAt: Date;
+  /**
+   * The job's result_events policy, when the write read it (an unleased first attempt's record,
+   * which has no RunStart to carry it); absent = ALL.
+   */
+  readonly resultEvents?: ResultEventsPolicy;
 }
 
 /** A first attempt that ran without a lease and succeeded (recorded in one insert). */

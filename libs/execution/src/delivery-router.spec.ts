@@ -956,3 +956,115 @@ describe('FireExecutor', () => {
     });
   });
 });
+
+describe("the job's result_events policy", () => {
+  const failing = async (): Promise<AttemptOutcome> => ({
+    ok: false,
+    httpStatus: 503,
+    error: 'HTTP 503',
+    retryable: true,
+  });
+  const results = (s: Script) => s.log.filter((l) => l.startsWith('result'));
+
+  it('FAILURES: a leased attempt that will retry is published, its successful retry is not', async () => {
+    const { s, t, ex, stop } = setup();
+    s.start = { ...s.start, resultEvents: 'FAILURES' } as RunStart;
+    t.answer = failing;
+    expect(await ex.execute(fire, stop.signal)).toMatchObject({ kind: 'executed', outcome: 'RETRYING' });
+    expect(s.log).toContain('retry attempt=2 at=2026-06-01T12:00:00.500Z');
+    expect(results(s)).toEqual(['result 1 RETRYING']);
+
+    s.log.length = 0;
+    s.start = { ...s.start, attempt: 2 } as RunStart;
+    t.answer = async () => ({ ok: true, httpStatus: 200, error: null, retryable: false });
+    // Executed and reported as ever (metrics, the ledger): only the result event is left out.
+    expect(await ex.execute({ ...fire, attempt: 2 }, stop.signal)).toMatchObject({
+      kind: 'executed',
+      outcome: 'SUCCEEDED',
+      result: expect.objectContaining({ outcome: 'SUCCEEDED' }),
+    });
+    expect(s.log).toEqual(['begin', 'complete SUCCEEDED L1']);
+  });
+
+  it('NONE: no result at all, while retries and dead letters still go out', async () => {
+    const { s, t, ex, stop } = setup();
+    s.start = { ...s.start, resultEvents: 'NONE' } as RunStart;
+    t.answer = failing;
+    await ex.execute(fire, stop.signal);
+    s.start = { ...s.start, attempt: 3 } as RunStart;
+    await ex.execute({ ...fire, attempt: 3 }, stop.signal);
+    expect(s.log).toContain('retry attempt=2 at=2026-06-01T12:00:00.500Z');
+    expect(s.log).toContain('dlq RETRIES_EXHAUSTED attempt=3');
+    expect(results(s)).toEqual([]);
+  });
+
+  it('ALL, and a start that carries none (a deleted job), publish every result', async () => {
+    const { s, t, ex, stop } = setup();
+    s.start = { ...s.start, resultEvents: 'ALL' } as RunStart;
+    await ex.execute(fire, stop.signal);
+    s.start = { action: 'execute', leaseToken: 'L1', takenOver: false, attempt: 1, retryPolicy: null };
+    await ex.execute({ ...fire, fenceToken: 5, fireId: 'j:5' }, stop.signal);
+    expect(t.calls).toHaveLength(1);
+    expect(results(s)).toEqual(['result 1 SUCCEEDED', 'result 1 DEAD_LETTERED']);
+  });
+
+  it("a Kafka target's unleased first attempt follows the policy its record read", async () => {
+    const { s, t, ex, stop } = setup();
+    s.unleasedAllowed = true;
+    const byToken: Record<number, RecordedRun> = {
+      1: { ...LEDGER_TIMES, resultEvents: 'FAILURES' },
+      2: { ...LEDGER_TIMES, resultEvents: 'NONE' },
+      3: LEDGER_TIMES, // ALL, or the job deleted since the check
+    };
+    s.recordUnleasedRun = async (r: UnleasedRun) => byToken[r.fire.fenceToken] ?? null;
+    const kafka = (fenceToken: number): FireEvent => ({
+      ...fire,
+      fenceToken,
+      fireId: `j:${fenceToken}`,
+      target: { type: 'kafka', topic: 'orders', key: null, headers: {} },
+    });
+    const reports = await Promise.all([1, 2, 3].map((n) => ex.execute(kafka(n), stop.signal)));
+    expect(reports.map((r) => r.kind)).toEqual(['executed', 'executed', 'executed']);
+    expect(t.calls).toHaveLength(3);
+    expect(results(s)).toEqual(['result 1 SUCCEEDED']);
+  });
+
+  it('a re-delivery re-publishes a recorded result only when the policy wants it', async () => {
+    const { s, ex, stop } = setup();
+    const run = (status: 'SUCCEEDED' | 'DEAD_LETTERED'): RunState => ({
+      jobId: 'j',
+      fenceToken: 4,
+      tenantId: 't',
+      fireId: 'j:4',
+      scheduledFor: now,
+      nominalTime: now,
+      attempt: 1,
+      status,
+      leaseOwner: 'dead',
+      leaseExpiresAt: null,
+      startedAt: now,
+      finishedAt: now,
+      httpStatus: status === 'SUCCEEDED' ? 200 : 400,
+      error: status === 'SUCCEEDED' ? null : 'HTTP 400',
+      nextAttemptAt: null,
+      handedOffAt: now,
+      leaseRemainingMs: 0,
+      deadLetterReason: status === 'SUCCEEDED' ? null : 'NON_RETRYABLE',
+    });
+    const redeliver = async (status: 'SUCCEEDED' | 'DEAD_LETTERED', resultEvents?: 'FAILURES' | 'NONE') => {
+      s.start = {
+        action: 'skip',
+        reason: 'ALREADY_FINAL',
+        status,
+        run: run(status),
+        ...(resultEvents ? { resultEvents } : {}),
+      };
+      expect(await ex.execute(fire, stop.signal)).toEqual({ kind: 'duplicate', reason: 'ALREADY_FINAL' });
+    };
+    await redeliver('SUCCEEDED', 'FAILURES');
+    await redeliver('DEAD_LETTERED', 'FAILURES');
+    await redeliver('DEAD_LETTERED', 'NONE');
+    await redeliver('SUCCEEDED');
+    expect(results(s)).toEqual(['result 1 DEAD_LETTERED', 'result 1 SUCCEEDED']);
+  });
+});

@@ -1,6 +1,7 @@
 /**
  * Kafka targets' first attempts, when no run of their fire was ever recorded: one ledger check,
- * one batch of produces, one insert recording the successes, one batch of results. The leased way
+ * one batch of produces, one insert recording the successes (which reads each job's
+ * result_events policy), one batch of the results those policies want. The leased way
  * writes a run twice (RUNNING, then final) because a webhook call is long and needs a lease; a
  * produce is short, and a crash between it and the insert only produces again on re-delivery, as
  * a crash after a leased call calls again. A produced message is never produced again by this
@@ -8,7 +9,15 @@
  * run (a re-delivery), a deleted job, and a failed produce, whose retry is decided and recorded
  * under a lease ('failed'). A single fire is a batch of one.
  */
-import type { Clock, FireEvent, FireKey, FireResult, KafkaTarget, UnleasedRun } from '@tickwork/domain';
+import {
+  shouldPublishResult,
+  type Clock,
+  type FireEvent,
+  type FireKey,
+  type FireResult,
+  type KafkaTarget,
+  type UnleasedRun,
+} from '@tickwork/domain';
 import type { TargetRunner } from './attempt';
 import { runKeyOf, type ExecutionReport, type ExecutorEvents } from './delivery';
 import { requestOf, resultOf } from './fire-results';
@@ -152,11 +161,15 @@ export class KafkaFirstAttempts {
     const recorded = stored.value;
     const results: FireResult[] = [];
     const executed: number[] = [];
+    // The results the jobs' result_events policies want, read by the record (absent: published).
+    const published: FireResult[] = [];
     sent.forEach((i, k) => {
       const fire = fires[i]!;
       const times = recorded[k];
       if (times) {
-        results.push(resultOf(fire, times, 'SUCCEEDED', runs[k]!.httpStatus, null));
+        const result = resultOf(fire, times, 'SUCCEEDED', runs[k]!.httpStatus, null);
+        results.push(result);
+        if (shouldPublishResult(times.resultEvents, 'SUCCEEDED')) published.push(result);
         executed.push(i);
       } else {
         // A concurrent delivery recorded a run of this fire first; that run owns the outcome.
@@ -165,8 +178,10 @@ export class KafkaFirstAttempts {
       }
     });
     if (results.length === 0) return out;
-    if (this.sink.publishResults) await this.sink.publishResults(results);
-    else await Promise.all(results.map((r) => this.sink.publishResult(r)));
+    if (published.length > 0) {
+      if (this.sink.publishResults) await this.sink.publishResults(published);
+      else await Promise.all(published.map((r) => this.sink.publishResult(r)));
+    }
     executed.forEach((i, k) => {
       const result = results[k]!;
       this.events.onExecuted?.(fires[i]!, result);

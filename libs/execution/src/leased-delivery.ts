@@ -106,6 +106,8 @@ export class LeasedDelivery {
     // For the age check and the retry plan only: the attempt's recorded times come from the ledger.
     const startedAt = this.clock.now();
 
+    // Absent when the job is gone (or never chose): every result is published, as before the policy.
+    const resultEvents = start.resultEvents;
     if (!start.retryPolicy) {
       // The job was deleted after this fire was claimed: its owner no longer wants it run.
       const detail = `job ${fire.jobId} no longer exists`;
@@ -114,6 +116,7 @@ export class LeasedDelivery {
         start.leaseToken,
         { ok: false, httpStatus: null, error: detail, retryable: false },
         { kind: 'dead-letter', reason: 'UNKNOWN_JOB', detail },
+        resultEvents,
         ctx,
         stopping,
       );
@@ -127,6 +130,7 @@ export class LeasedDelivery {
         start.leaseToken,
         { ok: false, httpStatus: null, error: detail, retryable: false },
         { kind: 'dead-letter', reason: 'MAX_EVENT_AGE', detail },
+        resultEvents,
         ctx,
         stopping,
       );
@@ -137,7 +141,15 @@ export class LeasedDelivery {
     if (failedUnleased && !start.takenOver && attempt === fire.attempt) {
       // The produce already failed without a lease: record that attempt under this lease.
       const { outcome } = failedUnleased;
-      return this.handOff.finish(current, start.leaseToken, outcome, decide(outcome), ctx, stopping);
+      return this.handOff.finish(
+        current,
+        start.leaseToken,
+        outcome,
+        decide(outcome),
+        resultEvents,
+        ctx,
+        stopping,
+      );
     }
 
     const slots = fire.target.type === 'webhook' ? this.opts.webhookSlots : undefined;
@@ -193,6 +205,7 @@ export class LeasedDelivery {
         start.leaseToken,
         outcome,
         decide(outcome),
+        resultEvents,
         ctx,
         stopping,
         keeper,

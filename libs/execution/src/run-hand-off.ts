@@ -4,7 +4,14 @@
  * fenced out while it worked produces nothing; a crash between the two is repaired by the
  * re-delivery (`repair`), which finds the run recorded but not handed off and hands it off again.
  */
-import type { Clock, FireEvent, FireKey, RunStart } from '@tickwork/domain';
+import {
+  shouldPublishResult,
+  type Clock,
+  type FireEvent,
+  type FireKey,
+  type ResultEventsPolicy,
+  type RunStart,
+} from '@tickwork/domain';
 import type { AttemptOutcome } from './attempt';
 import { completionOf, deadLetterDetail, outcomeOf, type AttemptDecision } from './attempt-decision';
 import { LEASE_LOST, type DeliveryContext, type ExecutionReport, type ExecutorEvents } from './delivery';
@@ -28,7 +35,8 @@ export class RunHandOff {
   ) {}
 
   /**
-   * Records the outcome under the lease, hands the run on, and publishes the attempt's result. A
+   * Records the outcome under the lease, hands the run on, and publishes the attempt's result
+   * when the job's `resultEvents` policy (from the run's start; absent = ALL) wants it. A
    * transient ledger error does not lose the outcome: the write is tried again (the lease renewed
    * by `keeper` meanwhile) until it lands, is fenced out, the executor stops or the budget runs out.
    */
@@ -37,6 +45,7 @@ export class RunHandOff {
     leaseToken: string,
     outcome: AttemptOutcome,
     decision: AttemptDecision,
+    resultEvents: ResultEventsPolicy | undefined,
     ctx: DeliveryContext,
     stopping: AbortSignal,
     keeper?: LeaseKeeper,
@@ -79,7 +88,7 @@ export class RunHandOff {
     }
     // The ledger's times for this attempt, as the completion recorded them: one clock, one source.
     const result = resultOf(fire, written.value, status, outcome.httpStatus, completion.error);
-    await this.sink.publishResult(result);
+    if (shouldPublishResult(resultEvents, status)) await this.sink.publishResult(result);
     this.events.onExecuted?.(fire, result);
     return { kind: 'executed', outcome: status, result };
   }
@@ -119,8 +128,13 @@ export class RunHandOff {
       const marked = await this.markHandedOff(key, run.status, run.attempt, stopping);
       if (!marked.ok) return givenUp(marked.why);
     }
-    // The recorded result may not have been published before a crash: publish it again.
-    if (run && run.status !== 'RETRYING') await this.sink.publishResult(inTraceOf(fire, resultOfRun(run)));
+    // The recorded result may not have been published before a crash: publish it again, if the
+    // job's result_events policy wants it (absent, as for a job deleted meanwhile: published).
+    if (run && run.status !== 'RETRYING') {
+      const result = resultOfRun(run);
+      if (shouldPublishResult(start.resultEvents, result.outcome))
+        await this.sink.publishResult(inTraceOf(fire, result));
+    }
     this.events.onDuplicate?.(fire, start.reason);
     return { kind: 'duplicate', reason: start.reason };
   }

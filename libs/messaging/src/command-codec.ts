@@ -300,6 +300,9 @@ function jobSpecFromAvro(j: Record<string, unknown>): Record<string, JsonValue> 
         (Array.isArray(p.calendars) && p.calendars.length > 0) || (p.calendar_rule ?? 'SKIP') !== 'SKIP'
           ? (p.calendar_rule as string)
           : undefined,
+      // Absent from commands written before result_events, and ALL (the default): left out, as before.
+      result_events:
+        p.result_events !== undefined && p.result_events !== 'ALL' ? (p.result_events as string) : undefined,
       retry: r
         ? {
             max_attempts: r.max_attempts as number,
@@ -430,6 +433,7 @@ function jobSpecToAvro(j: Record<string, JsonValue>): Record<string, unknown> {
           spread_ms: p.spread_ms ?? 0,
           calendars: Array.isArray(p.calendars) ? p.calendars : [],
           calendar_rule: p.calendar_rule ?? 'SKIP',
+          result_events: p.result_events ?? 'ALL',
           retry: r
             ? {
                 max_attempts: r.max_attempts ?? 5,

@@ -221,6 +221,7 @@ function policiesFromProto(p: unknown): Record<string, JsonValue> | undefined {
     spread_ms: m.spread_ms as number | undefined,
     calendars: Array.isArray(m.calendars) && m.calendars.length > 0 ? (m.calendars as string[]) : undefined,
     calendar_rule: fromEnum(m.calendar_rule, 'CALENDAR_RULE_'),
+    result_events: fromEnum(m.result_events, 'RESULT_EVENTS_'),
     retry: r
       ? compact({
           max_attempts: r.max_attempts as number | undefined,
@@ -325,6 +326,8 @@ function policiesToProto(w: Record<string, JsonValue>): Msg {
     ...(w.slo_metrics === true ? { slo_metrics: true } : {}),
     calendars: Array.isArray(w.calendars) ? w.calendars : [],
     calendar_rule: toEnum((w.calendar_rule as string | undefined) ?? null, 'CALENDAR_RULE_'),
+    // Stored only when not ALL: shown as ALL, the job's actual choice, rather than UNSPECIFIED.
+    result_events: toEnum((w.result_events as string | undefined) ?? 'ALL', 'RESULT_EVENTS_'),
     retry: w.retry,
   };
 }

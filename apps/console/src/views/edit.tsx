@@ -44,6 +44,7 @@ interface Form {
   jitter_ms: string;
   tolerance_ms: string;
   slo_metrics: string;
+  result_events: string;
   max_attempts: string;
   initial_backoff_ms: string;
   labels: string;
@@ -86,6 +87,7 @@ function blank(tenant: string | null): Form {
     jitter_ms: '0',
     tolerance_ms: '',
     slo_metrics: 'off',
+    result_events: 'ALL',
     max_attempts: '',
     initial_backoff_ms: '',
     labels: '',
@@ -129,6 +131,7 @@ function fromJob(j: Job): Form {
     jitter_ms: str(j.policies.jitter_ms) || '0',
     tolerance_ms: str(j.policies.tolerance_ms),
     slo_metrics: j.policies.slo_metrics === true ? 'on' : 'off',
+    result_events: str(j.policies.result_events) || 'ALL',
     max_attempts: str(retry.max_attempts),
     initial_backoff_ms: str(retry.initial_backoff_ms),
     labels: labelsText(j.labels),
@@ -212,6 +215,7 @@ function bodyOf(f: Form, creating: boolean): { body: Record<string, Json> } | { 
       jitter_ms: numberish(f.jitter_ms || '0'),
       ...(f.tolerance_ms ? { tolerance_ms: numberish(f.tolerance_ms) } : {}),
       ...(f.slo_metrics === 'on' ? { slo_metrics: true } : {}),
+      result_events: f.result_events,
       ...(Object.keys(retry).length ? { retry } : {}),
     },
     labels: 'error' in labels ? {} : labels,
@@ -329,6 +333,7 @@ function fieldsShown(f: Form, creating: boolean, admin: boolean): string[] {
     'policies.jitter_ms',
     'policies.tolerance_ms',
     'policies.slo_metrics',
+    'policies.result_events',
     'policies.retry.max_attempts',
     'policies.retry.initial_backoff_ms',
   ];
@@ -676,6 +681,14 @@ export function EditView(props: { ctx: Ctx; jobId?: string }) {
                 api="policies.slo_metrics"
                 label="Per-job SLO metrics"
                 options={['off', 'on']}
+              />
+              <Field
+                {...f}
+                id="result_events"
+                api="policies.result_events"
+                label="Result events"
+                options={['ALL', 'FAILURES', 'NONE']}
+                hint="what goes to the fire-results topic; FAILURES: all but SUCCEEDED"
               />
             </div>
             <div class="row">

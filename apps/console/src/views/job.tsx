@@ -85,6 +85,7 @@ function Definition(props: { job: Job }) {
       'Fire SLO',
       `${typeof p.tolerance_ms === 'number' ? `tolerance ${ms(p.tolerance_ms)}` : 'tolerance: the deployment default'}${p.slo_metrics === true ? ', per-job metrics' : ''}`,
     ],
+    ['Result events', String(p.result_events ?? 'ALL')],
     ['Retry', retryInWords(p.retry)],
     ['Labels', labelsText(job.labels) || '—'],
     ['Tenant · shard · fence', `${job.tenant_id} · shard ${job.shard} · fence token ${job.fence_token}`],

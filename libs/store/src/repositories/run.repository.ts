@@ -7,6 +7,7 @@ import {
   type FireEvent,
   type FireKey,
   type RecordedRun,
+  type ResultEventsPolicy,
   type Run,
   type RunCompletion,
   type RunStart,
@@ -50,6 +51,13 @@ const UNLEASED_INPUT = `unnest($1::text[], $2::bigint[], $3::text[], $4::text[],
 /** The rows of completeRuns ($1-$8), as `c`. */
 const COMPLETION_INPUT = `unnest($1::text[], $2::bigint[], $3::uuid[], $4::text[], $5::int[], $6::text[], $7::timestamptz[], $8::text[])
                 AS c(job_id, fence_token, lease_token, status, http_status, error, next_attempt_at, dead_letter_reason)`;
+
+/**
+ * The run's job's result_events policy (null: none chosen, or the job is gone), for an unleased
+ * run's record: a primary-key probe in the same statement, as beginRun reads the policies.
+ */
+const RESULT_EVENTS_OF = (runs: string) =>
+  `(SELECT jj.policies ->> 'result_events' FROM jobs jj WHERE jj.job_id = ${runs}.job_id) AS result_events`;
 
 /** Runs a statement again (a few times) when PostgreSQL picked it as a deadlock victim. */
 async function retryOnDeadlock<T>(statement: () => Promise<T>): Promise<T> {
@@ -211,18 +219,25 @@ export class RunRepository {
     );
     const starts = new Array<RunStart | undefined>(fires.length);
     const skipped: number[] = [];
+    // Read in this statement for the skipped too: a re-delivery re-publishing a recorded result.
+    const resultEventsOf = new Map<number, ResultEventsPolicy>();
     for (const row of rows) {
       const i = row.ord - 1;
       const fire = fires[i]!;
+      const policies = row.policies ? policiesFromWire(row.policies) : null;
       if (row.lease_token) {
         starts[i] = {
           action: 'execute',
           leaseToken: row.lease_token,
           takenOver: row.inserted === false,
           attempt: row.attempt ?? fire.attempt,
-          retryPolicy: row.policies ? policiesFromWire(row.policies).retry : null,
+          retryPolicy: policies?.retry ?? null,
+          ...(policies?.resultEvents ? { resultEvents: policies.resultEvents } : {}),
         };
-      } else skipped.push(i);
+      } else {
+        skipped.push(i);
+        if (policies?.resultEvents) resultEventsOf.set(i, policies.resultEvents);
+      }
     }
     if (skipped.length > 0) {
       const states = await this.findRunStates(skipped.map((i) => fires[i]!));
@@ -233,7 +248,8 @@ export class RunRepository {
         // A row we could not take and cannot see was inserted by a concurrent delivery: treat it as held.
         const reason =
           status === 'RUNNING' ? 'LEASE_HELD' : status === 'RETRYING' ? 'RETRY_SCHEDULED' : 'ALREADY_FINAL';
-        starts[i] = { action: 'skip', reason, status, run };
+        const resultEvents = resultEventsOf.get(i);
+        starts[i] = { action: 'skip', reason, status, run, ...(resultEvents ? { resultEvents } : {}) };
       }
     }
     return starts as RunStart[];
@@ -285,19 +301,25 @@ export class RunRepository {
           -- The lock order of every ledger writer that inserts.
           ORDER BY i.job_id, i.fence_token
          ON CONFLICT (job_id, fence_token) DO NOTHING
-         RETURNING job_id, fence_token, started_at, finished_at`;
+         RETURNING job_id, fence_token, started_at, finished_at, ${RESULT_EVENTS_OF('job_runs')}`;
     // Tried again: a row this very record stored on an earlier try whose answer was lost counts too
     // (the statement's snapshot does not see what ins inserts, so no row is counted twice). The
     // first try, the hot path, runs the plain insert.
     const text = items.some((x) => x.retried === true)
       ? `WITH ins AS (${insert})
-         SELECT job_id, fence_token, started_at, finished_at FROM ins
+         SELECT job_id, fence_token, started_at, finished_at, result_events FROM ins
          UNION ALL
-         SELECT r.job_id, r.fence_token, r.started_at, r.finished_at FROM ${UNLEASED_INPUT} JOIN job_runs r
+         SELECT r.job_id, r.fence_token, r.started_at, r.finished_at, ${RESULT_EVENTS_OF('r')} FROM ${UNLEASED_INPUT} JOIN job_runs r
              ON r.job_id = i.job_id AND r.fence_token = i.fence_token AND r.lease_token = i.lease_token`
       : insert;
     const { rows } = await retryOnDeadlock(() =>
-      this.pool.query<{ job_id: string; fence_token: number; started_at: Date; finished_at: Date }>(text, [
+      this.pool.query<{
+        job_id: string;
+        fence_token: number;
+        started_at: Date;
+        finished_at: Date;
+        result_events: string | null;
+      }>(text, [
         items.map((x) => x.fire.jobId),
         items.map((x) => x.fire.fenceToken),
         items.map((x) => x.fire.tenantId),
@@ -314,7 +336,14 @@ export class RunRepository {
     const inserted = new Map(
       rows.map((r) => [
         `${r.job_id}\u0000${r.fence_token}`,
-        { startedAt: r.started_at, finishedAt: r.finished_at },
+        {
+          startedAt: r.started_at,
+          finishedAt: r.finished_at,
+          // ALL (absent) for a job deleted meanwhile, or one that never chose.
+          ...(r.result_events === 'FAILURES' || r.result_events === 'NONE'
+            ? { resultEvents: r.result_events as ResultEventsPolicy }
+            : {}),
+        },
       ]),
     );
     return items.map((x) => inserted.get(`${x.fire.jobId}\u0000${x.fire.fenceToken}`) ?? null);
