@@ -17,6 +17,7 @@ import {
   scheduleToWire,
   shardOf,
   targetToWire,
+  type ResultEventsPolicy,
   type Target,
 } from '@tickwork/domain';
 import { createKafkaBus, type MessageConsumer } from '@tickwork/messaging';
@@ -47,6 +48,17 @@ const SHARDS = 12;
 const SUITE_SETTINGS: Record<string, string> = { TICKWORK_LOOKAHEAD_MS: '10000' };
 const TENANTS = 20;
 const DATABASE = 'tickwork';
+/**
+ * The jobs' result_events policy: ALL (the product default, a result event per fire: the full
+ * path the suite compares) unless BENCH_TICKWORK_RESULT_EVENTS says FAILURES or NONE.
+ */
+const RESULT_EVENTS = resultEventsOf(process.env.BENCH_TICKWORK_RESULT_EVENTS ?? 'ALL');
+const JOB_POLICIES = { ...DEFAULT_POLICIES, ...(RESULT_EVENTS === 'ALL' ? {} : { resultEvents: RESULT_EVENTS }) };
+
+function resultEventsOf(raw: string): ResultEventsPolicy {
+  if (raw === 'ALL' || raw === 'FAILURES' || raw === 'NONE') return raw;
+  throw new Error(`BENCH_TICKWORK_RESULT_EVENTS=${raw} must be ALL, FAILURES or NONE`);
+}
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export type TickworkTarget = 'kafka' | 'webhook';
@@ -71,7 +83,7 @@ export class TickworkContender implements Contender {
       JSON.parse(readFileSync(join(config.root, 'package.json'), 'utf8')) as { version: string }
     ).version;
     this.label = `Tickwork (${targetKind === 'kafka' ? 'Kafka target' : 'webhook target'})`;
-    this.settings = `1 scheduler + 1 executor (concurrency ${config.concurrency}: webhook calls in flight; a Kafka target's messages take no slot and ride the executor's batched produce requests), ${SHARDS} shards, ${describeOverrides()}; full path: outbox, fire event, executor ledger, result event; handler = ${targetKind === 'kafka' ? 'consumer of the target topic' : 'no-op HTTP receiver'} in the bench process`;
+    this.settings = `1 scheduler + 1 executor (concurrency ${config.concurrency}: webhook calls in flight; a Kafka target's messages take no slot and ride the executor's batched produce requests), ${SHARDS} shards, ${describeOverrides()}; full path: outbox, fire event, executor ledger, ${RESULT_EVENTS === 'ALL' ? 'result event' : `result events ${RESULT_EVENTS} (policies.result_events)`}; handler = ${targetKind === 'kafka' ? 'consumer of the target topic' : 'no-op HTTP receiver'} in the bench process`;
   }
 
   async start(sink: (e: Execution) => void): Promise<void> {
@@ -206,7 +218,7 @@ export class TickworkContender implements Contender {
   async enqueue(jobs: readonly BenchJob[]): Promise<void> {
     const schedule = JSON.stringify(scheduleToWire({ kind: 'once', at: new Date(0) }));
     const target = JSON.stringify(targetToWire(this.target!));
-    const policies = JSON.stringify(policiesToWire(DEFAULT_POLICIES));
+    const policies = JSON.stringify(policiesToWire(JOB_POLICIES));
     for (let start = 0; start < jobs.length; start += 10_000) {
       const chunk = jobs.slice(start, start + 10_000);
       const ids = chunk.map(jobKey);
@@ -236,7 +248,7 @@ export class TickworkContender implements Contender {
   async preloadBackground(n: number, from = 0): Promise<void> {
     const schedule = JSON.stringify(scheduleToWire({ kind: 'once', at: new Date(0) }));
     const target = JSON.stringify(targetToWire(this.target!));
-    const policies = JSON.stringify(policiesToWire(DEFAULT_POLICIES));
+    const policies = JSON.stringify(policiesToWire(JOB_POLICIES));
     const payload = JSON.stringify(payloadOf({ run: 0, index: 0, dueAt: 0 }));
     const far = new Date(FAR_AWAY);
     const chunks: [number, number][] = [];
@@ -263,7 +275,7 @@ export class TickworkContender implements Contender {
       scheduleToWire({ kind: 'cron', expression, timeZone: 'UTC', dstGap: 'AUTO', dstRepeat: 'AUTO' }),
     );
     const target = JSON.stringify(targetToWire(this.target!));
-    const policies = JSON.stringify(policiesToWire(DEFAULT_POLICIES));
+    const policies = JSON.stringify(policiesToWire(JOB_POLICIES));
     const first = new Date(
       nextOccurrenceAfter(
         { kind: 'cron', expression, timeZone: 'UTC', dstGap: 'AUTO', dstRepeat: 'AUTO' },
