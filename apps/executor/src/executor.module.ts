@@ -1,4 +1,7 @@
-/** Wiring of the executor app. */
+/**
+ * Wiring of the executor app: config → database → shard map → the executor instance
+ * (ExecutorService, which starts its parts in order) → health and metrics.
+ */
 import {
   Controller,
   Get,
@@ -71,8 +74,8 @@ export class ExecutorModule implements OnApplicationShutdown {
         },
         {
           provide: ExecutorService,
-          useFactory: (pool: Pool, pools: ShardPools) => new ExecutorService(config, pool, telemetry, pools),
-          inject: [POOL, SHARD_POOLS],
+          useFactory: (pools: ShardPools) => new ExecutorService(config, telemetry, pools),
+          inject: [SHARD_POOLS],
         },
       ],
     };

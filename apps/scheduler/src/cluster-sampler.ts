@@ -4,9 +4,12 @@
  * scheduler samples every shard, not only its own: the backlog of a shard whose owner died is
  * exactly what must stay visible. Dashboards take max() over instances.
  */
+import type { TickworkConfig } from '@tickwork/config';
 import type { TopicAdmin } from '@tickwork/messaging';
+import type { LazyKafkaAdmin } from '@tickwork/runtime';
 import type { ClusterStatsRepository } from '@tickwork/store';
-import type { ClusterGauges, ClusterSample } from '@tickwork/telemetry';
+import { ClusterGauges, type ClusterSample, type Telemetry } from '@tickwork/telemetry';
+import type { SchedulerReports } from './scheduler-reports';
 
 export interface LagTarget {
   readonly group: string;
@@ -93,4 +96,32 @@ export class ClusterSampler {
     }
     return out;
   }
+}
+
+/**
+ * The sampler of this scheduler's cluster gauges (not started): every shard's backlog and outbox,
+ * and the lag of the scheduler, executor and retry groups.
+ */
+export function clusterSamplerOf(
+  config: TickworkConfig,
+  stats: ClusterStatsRepository,
+  kafkaAdmin: LazyKafkaAdmin,
+  telemetry: Telemetry,
+  { metrics, log }: SchedulerReports,
+): ClusterSampler {
+  return new ClusterSampler(stats, () => kafkaAdmin.get(), new ClusterGauges(), {
+    shardCount: config.shardCount,
+    everyMs: telemetry.config.clusterSampleMs,
+    lag: [
+      { group: config.scheduler.groupId, topics: [config.topics.commands] },
+      { group: config.executor.groupId, topics: [config.topics.fires] },
+      { group: `${config.executor.groupId}.retry`, topics: config.topics.retryTiers.map((t) => t.topic) },
+    ],
+    onError: (what, e) => {
+      metrics.error('cluster-sampler');
+      log.warn(`sampling ${what} for the cluster gauges failed: ${e.message}`);
+      // A broken admin connection is dropped, so the next sample opens a fresh one.
+      if (what === 'consumer lag') void kafkaAdmin.close();
+    },
+  });
 }

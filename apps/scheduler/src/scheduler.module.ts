@@ -1,4 +1,7 @@
-/** Wiring of the scheduler app. */
+/**
+ * Wiring of the scheduler app: config → database → shard map → store repositories → the
+ * scheduler instance (SchedulerService, which starts its parts in order) → health and metrics.
+ */
 import {
   Controller,
   Get,
@@ -16,12 +19,13 @@ import {
   openShardDatabases,
   TELEMETRY,
 } from '@tickwork/runtime';
-import type { Pool, ShardPools } from '@tickwork/store';
+import { storeRepositories, type Pool, type ShardPools, type StoreRepositories } from '@tickwork/store';
 import type { Telemetry } from '@tickwork/telemetry';
 import { SchedulerService } from './scheduler.service';
 
 const POOL = Symbol('Pool');
 const SHARD_POOLS = Symbol('ShardPools');
+const STORE = Symbol('StoreRepositories');
 
 @Controller('health')
 class SchedulerHealthController {
@@ -75,11 +79,17 @@ export class SchedulerModule implements OnApplicationShutdown {
             openShardDatabases(config, pool, { max: config.scheduler.claimLanes * 2 + 3 }),
           inject: [POOL],
         },
+        // The repositories the schedule commands and the cluster gauges use, routed by the shard map.
+        {
+          provide: STORE,
+          useFactory: (pools: ShardPools, pool: Pool) => storeRepositories(pools, pool),
+          inject: [SHARD_POOLS, POOL],
+        },
         {
           provide: SchedulerService,
-          useFactory: (pool: Pool, pools: ShardPools) =>
-            new SchedulerService(config, tenants, pool, telemetry, pools),
-          inject: [POOL, SHARD_POOLS],
+          useFactory: (pools: ShardPools, store: StoreRepositories) =>
+            new SchedulerService(config, tenants, telemetry, pools, store),
+          inject: [SHARD_POOLS, STORE],
         },
       ],
     };
