@@ -53,7 +53,10 @@ const DATABASE = 'tickwork';
  * path the suite compares) unless BENCH_TICKWORK_RESULT_EVENTS says FAILURES or NONE.
  */
 const RESULT_EVENTS = resultEventsOf(process.env.BENCH_TICKWORK_RESULT_EVENTS ?? 'ALL');
-const JOB_POLICIES = { ...DEFAULT_POLICIES, ...(RESULT_EVENTS === 'ALL' ? {} : { resultEvents: RESULT_EVENTS }) };
+const JOB_POLICIES = {
+  ...DEFAULT_POLICIES,
+  ...(RESULT_EVENTS === 'ALL' ? {} : { resultEvents: RESULT_EVENTS }),
+};
 
 function resultEventsOf(raw: string): ResultEventsPolicy {
   if (raw === 'ALL' || raw === 'FAILURES' || raw === 'NONE') return raw;
