@@ -80,6 +80,20 @@ describe('schedule store', () => {
   });
   afterAll(async () => db.close());
 
+  it("runs its sessions with JIT compilation off and its timeouts, whatever the server's defaults", async () => {
+    const pool = createPool(db.iso.databaseUrl, { max: 1, statementTimeoutMs: 12_345 });
+    try {
+      const { rows } = await pool.query<{ jit: string; statement_timeout: string; lock_timeout: string }>(
+        `SELECT current_setting('jit') AS jit, current_setting('statement_timeout') AS statement_timeout,
+                current_setting('lock_timeout') AS lock_timeout`,
+      );
+      // The server's jit is on by default: compiling the claim's due read cost 870 ms a call.
+      expect(rows[0]).toEqual({ jit: 'off', statement_timeout: '12345ms', lock_timeout: '5s' });
+    } finally {
+      await pool.end();
+    }
+  });
+
   it('applies migrations once even when several processes migrate at the same time', async () => {
     const pools = [1, 2, 3].map(() => createPool(db.iso.databaseUrl, { max: 1 }));
     try {
