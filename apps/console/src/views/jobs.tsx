@@ -1,5 +1,5 @@
 /** Jobs: the table, with search, filters, server paging and bulk actions. */
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { call, describeError, qs, type Job } from '../api';
 import { scheduleInWords, scheduleRaw } from '../format';
 import { Badge, Confirm, ErrorBox, jobHref, navigate, Notice, useLoad, When, type Ctx } from '../ui';
@@ -28,8 +28,13 @@ export function JobsView(props: { ctx: Ctx; params: URLSearchParams }) {
   const [pending, setPending] = useState<Bulk | null>(null);
   const [notice, setNotice] = useState<{ text: string; kind: 'ok' | 'bad' } | null>(null);
   const pageSize = 25;
-  // The address is the truth: a link or Back that changes the filters resets the form and the paging.
+  // The address is the truth: a link or Back that changes the filters resets the form and the
+  // paging. Only a change does: the form starts from the address already, and resetting it once
+  // more after the first render would drop what was typed in the moment before the effect ran.
+  const shownParams = useRef(params.toString());
   useEffect(() => {
+    if (shownParams.current === params.toString()) return;
+    shownParams.current = params.toString();
     setDraft(filter);
     setTokens(['']);
     setSelected(new Set());
